@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 )
@@ -68,6 +69,9 @@ func (k Key) String() string { return hex.EncodeToString(k[:]) }
 // Short returns the first 12 hex digits, for people.
 func (k Key) Short() string { return hex.EncodeToString(k[:6]) }
 
+// IsZero reports whether k is the zero Key.
+func (k Key) IsZero() bool { return k == Key{} }
+
 // MarshalText implements encoding.TextMarshaler.
 func (k Key) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
@@ -119,19 +123,33 @@ type Output struct {
 	Digest Digest `json:"digest"`
 	Size   int64  `json:"size"` // bytes of the file, or of all files of a tree
 	Tree   bool   `json:"tree,omitempty"`
+	// Exec records that a single-file output is executable, so that
+	// Materialize restores the mode (files inside a tree carry their mode in
+	// the tree itself). It is not part of the digest.
+	Exec bool `json:"exec,omitempty"`
 }
 
 // Blobs returns the digests the manifest refers to directly (outputs and log),
 // without expanding trees.
 func (m *Manifest) Blobs() []Digest {
 	var ds []Digest
-	for _, o := range m.Outputs {
-		ds = append(ds, o.Digest)
+	for _, name := range m.OutputNames() {
+		ds = append(ds, m.Outputs[name].Digest)
 	}
 	if !m.Log.IsZero() {
 		ds = append(ds, m.Log)
 	}
 	return ds
+}
+
+// OutputNames returns the names of m's outputs in sorted order.
+func (m *Manifest) OutputNames() []string {
+	names := make([]string, 0, len(m.Outputs))
+	for name := range m.Outputs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // ErrMiss is matched (errors.Is) by every cache miss, including entries that
@@ -141,6 +159,10 @@ var ErrMiss = errors.New("cache: miss")
 // ErrCorrupt is matched by a miss whose cause is stored bytes that do not
 // match their digest or cannot be decoded.
 var ErrCorrupt = errors.New("cache: corrupt entry")
+
+// ErrMissingBlob is matched by PutManifest's error when the manifest names a
+// blob that is not stored.
+var ErrMissingBlob = errors.New("cache: manifest names a blob that is not stored")
 
 // MissError is a cache miss with its reason.
 type MissError struct {
@@ -166,7 +188,9 @@ func (e *MissError) Unwrap() error { return e.Reason }
 // process; Open documents what holds across processes.
 type Store interface {
 	// PutBlob stores the bytes read from r and returns their digest and size.
-	// Storing bytes that are already present is cheap and not an error.
+	// Storing bytes that are already present is not an error; the store
+	// still reads all of r (PutPath hashes a file first to avoid that). If
+	// reading r fails or ctx is cancelled, nothing becomes visible.
 	PutBlob(ctx context.Context, r io.Reader) (Digest, int64, error)
 	// OpenBlob returns a reader of the blob's bytes and its size. The reader
 	// verifies the bytes as they stream: if they do not match d, Read returns
@@ -179,18 +203,27 @@ type Store interface {
 	HasBlob(ctx context.Context, d Digest) (bool, error)
 	// DeleteBlob removes a blob; removing a missing one is not an error.
 	DeleteBlob(ctx context.Context, d Digest) error
-	// Blobs calls fn for every stored blob's digest and size.
+	// Blobs calls fn for every stored blob's digest and size (-1 for a
+	// blob whose stored header cannot be read; OpenBlob reports it as
+	// corrupt).
 	Blobs(ctx context.Context, fn func(d Digest, size int64) error) error
 
 	// GetManifest returns the manifest stored under k, or a *MissError.
 	GetManifest(ctx context.Context, k Key) (*Manifest, error)
 	// PutManifest stores m under m.Key in one transaction. Every blob that m
-	// names must already be stored; otherwise it fails and stores nothing.
+	// names directly (Blobs) must already be stored; otherwise it fails with
+	// an error matching ErrMissingBlob and stores nothing. A zero Version is
+	// stored as ManifestVersion.
 	PutManifest(ctx context.Context, m *Manifest) error
 	// DeleteManifest removes the manifest under k; a missing one is not an error.
 	DeleteManifest(ctx context.Context, k Key) error
-	// Manifests calls fn for every stored manifest.
+	// Manifests calls fn for every stored manifest that GetManifest would
+	// return; entries that are corrupt or of a foreign version are skipped.
 	Manifests(ctx context.Context, fn func(*Manifest) error) error
+	// ManifestKeys calls fn for the key of every stored manifest entry,
+	// including those that GetManifest reports as a miss (corrupt, foreign
+	// version), so that Verify and GC can find and remove them.
+	ManifestKeys(ctx context.Context, fn func(Key) error) error
 	// TouchManifest records that k was used at t (cheaply: implementations
 	// skip the write if LastUsed is less than an hour older than t).
 	TouchManifest(ctx context.Context, k Key, t time.Time) error
@@ -201,12 +234,18 @@ type Store interface {
 	GetSnapshot(ctx context.Context, stage string) ([]byte, error)
 	PutSnapshot(ctx context.Context, stage string, snapshot []byte) error
 
-	// GetStat returns the recorded hash of a local file or directory at path
-	// when its stat fingerprint (size, mtime, inode, ...) was last seen as fp;
-	// ok is false when nothing matching is recorded. PutStat records it.
-	// This lets an unchanged large input skip re-hashing.
+	// GetStat returns what was last recorded for a local file or directory
+	// at path (its stat fingerprint and its Output); ok is false when nothing
+	// is recorded. The caller compares the fingerprint with the path's
+	// current one (HashPathCached does). PutStat records it. This lets an
+	// unchanged large input skip re-hashing.
 	GetStat(ctx context.Context, path string) (StatEntry, bool, error)
 	PutStat(ctx context.Context, path string, e StatEntry) error
+
+	// GetMeta returns a small named value that the cache keeps about itself
+	// (such as when GC last ran), or a *MissError. PutMeta replaces it.
+	GetMeta(ctx context.Context, name string) ([]byte, error)
+	PutMeta(ctx context.Context, name string, value []byte) error
 
 	// Close releases the store (and its process lock, for Badger).
 	Close() error
@@ -216,4 +255,29 @@ type Store interface {
 type StatEntry struct {
 	Fingerprint string `json:"fp"` // stat data: size, mtime, inode, mode (and the same for each file of a directory)
 	Output      Output `json:"output"`
+}
+
+// missing returns the miss for what (nil reason: plain absence).
+func missing(what string, reason error) error {
+	return &MissError{What: what, Reason: reason}
+}
+
+// corrupt returns a miss caused by unusable stored bytes: it matches ErrMiss
+// and ErrCorrupt.
+func corrupt(what string, format string, args ...any) error {
+	return &MissError{What: what, Reason: fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))}
+}
+
+func blobWhat(d Digest) string { return "blob " + d.String() }
+
+func manifestWhat(k Key) string { return "manifest " + k.String() }
+
+// clone returns a deep copy of m.
+func (m *Manifest) clone() *Manifest {
+	c := *m
+	c.Outputs = make(map[string]Output, len(m.Outputs))
+	for name, o := range m.Outputs {
+		c.Outputs[name] = o
+	}
+	return &c
 }

@@ -3,6 +3,8 @@
 //
 // It knows nothing about HCL or stage kinds; package stages computes keys and
 // decides what to run, and asks this package for hits and stores results.
+// The `dragonx cache` subcommands print what List, DiskUsage, Verify, GC,
+// Export and Import return.
 //
 // # Model
 //
@@ -16,11 +18,21 @@
 //     written in one transaction after every blob it names is stored, so a
 //     crash leaves either a complete entry or none.
 //   - A Tree is a directory output: a blob that lists relative paths, modes and
-//     file digests. Its own digest names the whole directory.
+//     file digests. Its own digest names the whole directory. PutPath stores a
+//     file or directory, HashPath digests one without storing it (for local
+//     inputs; HashPathCached skips unchanged ones through the stat cache), and
+//     Materialize writes an output back to disk.
+//
+// Every miss matches ErrMiss; one caused by bad stored bytes also matches
+// ErrCorrupt, one caused by an entry of another format version
+// ErrForeignVersion. A miss is never fatal: the stage reruns.
 //
 // # Implementations
 //
 // Store is the interface; Open returns the Badger-backed store used by real
-// runs, NewMem an in-memory one for tests. Both pass the conformance suite in
-// cache/cachetest. docs/cache-format.md specifies the on-disk layout.
+// runs (with a process lock on the directory), NewMem an in-memory one for
+// tests. Both pass the conformance suite in cache/cachetest. The maintenance
+// functions (List, DiskUsage, Verify, GC, Export, Import) work over any
+// Store. docs/cache-format.md specifies the on-disk layout, the tree and
+// bundle encodings, and what verify checks.
 package cache

@@ -1,0 +1,411 @@
+package cache
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"dragonx/internal/progress"
+)
+
+// A bundle carries selected cache entries between caches (`dragonx cache
+// export` and `import`): a POSIX tar file (docs/cache-format.md, "Bundles")
+// holding, in this order,
+//
+//	VERSION                    "dragonx bundle 1\n"
+//	manifests/<key hex>.json   one per entry: the manifest as JSON
+//	blobs/sha256/<hex>         every blob the manifests reach, sorted
+//
+// Entries have mode 0644, no owner and a zero modification time, so the
+// same selection exports to the same bytes (up to the manifests' LastUsed).
+// Manifests come first so that a reader knows what the bundle is for before
+// it reads gigabytes; tar was chosen because any system can list and
+// unpack it for inspection.
+const bundleVersion = "dragonx bundle 1\n"
+
+const (
+	bundleVersionName = "VERSION"
+	bundleManifestDir = "manifests/"
+	bundleBlobDir     = "blobs/sha256/"
+	// maxBundleManifest bounds a manifest read into memory from a bundle.
+	maxBundleManifest = 1 << 20
+)
+
+// BundleReport says what Export wrote or Import added.
+type BundleReport struct {
+	Manifests        int   // entries written or added
+	ManifestsPresent int   // Import: entries already in the cache (left as they were)
+	Blobs            int   // blobs written or added
+	BlobsPresent     int   // Import: blobs already in the cache
+	Bytes            int64 // bytes of the blobs written or added
+}
+
+// Export writes the entries under keys, with every blob they reach, to w as
+// a bundle. Every blob is verified as it is read; a missing entry or blob,
+// or a corrupt one, fails the export (what was written to w is then not a
+// valid bundle).
+func Export(ctx context.Context, s Store, keys []Key, w io.Writer, p progress.Reporter) (*BundleReport, error) {
+	if p == nil {
+		p = progress.Nop{}
+	}
+	rep := &BundleReport{}
+	r := newReach(s)
+	var ms []*Manifest
+	need := map[Digest]bool{}
+	seenKey := map[Key]bool{}
+	for _, k := range keys {
+		if seenKey[k] {
+			continue
+		}
+		seenKey[k] = true
+		m, err := s.GetManifest(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("cache: export: %w", err)
+		}
+		ds, bad, err := r.blobs(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		for d, err := range bad {
+			return nil, fmt.Errorf("cache: export of %s (%s): tree %s: %w", k.Short(), m.Stage, d.Short(), err)
+		}
+		for _, d := range ds {
+			need[d] = true
+		}
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Key.String() < ms[j].Key.String() })
+	digests := make([]Digest, 0, len(need))
+	for d := range need {
+		digests = append(digests, d)
+	}
+	sort.Slice(digests, func(i, j int) bool { return digests[i].String() < digests[j].String() })
+
+	tw := tar.NewWriter(w)
+	hdr := func(name string, size int64) *tar.Header {
+		return &tar.Header{Typeflag: tar.TypeReg, Name: name, Size: size, Mode: 0o644, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
+	}
+	if err := tw.WriteHeader(hdr(bundleVersionName, int64(len(bundleVersion)))); err != nil {
+		return nil, fmt.Errorf("cache: export: %w", err)
+	}
+	if _, err := io.WriteString(tw, bundleVersion); err != nil {
+		return nil, fmt.Errorf("cache: export: %w", err)
+	}
+	for _, m := range ms {
+		b, err := MarshalManifest(m)
+		if err != nil {
+			return nil, fmt.Errorf("cache: export: %w", err)
+		}
+		if err := tw.WriteHeader(hdr(bundleManifestDir+m.Key.String()+".json", int64(len(b)))); err != nil {
+			return nil, fmt.Errorf("cache: export: %w", err)
+		}
+		if _, err := tw.Write(b); err != nil {
+			return nil, fmt.Errorf("cache: export: %w", err)
+		}
+		rep.Manifests++
+	}
+	var total int64
+	sizes := map[Digest]int64{}
+	for _, d := range digests {
+		rc, n, err := s.OpenBlob(ctx, d)
+		if err != nil {
+			return nil, fmt.Errorf("cache: export: %w", err)
+		}
+		rc.Close()
+		sizes[d] = n
+		total += n
+	}
+	var done int64
+	for _, d := range digests {
+		if err := tw.WriteHeader(hdr(bundleBlobDir+hex.EncodeToString(d[:]), sizes[d])); err != nil {
+			return nil, fmt.Errorf("cache: export: %w", err)
+		}
+		if err := copyBlob(ctx, s, d, tw); err != nil {
+			return nil, fmt.Errorf("cache: export: %w", err)
+		}
+		rep.Blobs++
+		rep.Bytes += sizes[d]
+		done += sizes[d]
+		p.Report(progress.Event{Done: done, Total: total, Unit: "B", Note: "exporting"})
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("cache: export: %w", err)
+	}
+	return rep, nil
+}
+
+// ExportFile is Export to a file, written under a temporary name and
+// renamed into place only when complete.
+func ExportFile(ctx context.Context, s Store, keys []Key, path string, p progress.Reporter) (*BundleReport, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("cache: export: %w", err)
+	}
+	rep, err := Export(ctx, s, keys, f, p)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("cache: export: %w", cerr)
+	}
+	if err == nil {
+		if err = os.Rename(f.Name(), path); err != nil {
+			err = fmt.Errorf("cache: export: %w", err)
+		}
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return rep, nil
+}
+
+// ImportError lists every reason a bundle was refused.
+type ImportError struct {
+	Problems []string
+}
+
+func (e *ImportError) Error() string {
+	const show = 10
+	var b strings.Builder
+	fmt.Fprintf(&b, "cache: import refused, nothing was added: %s", strings.Join(e.Problems[:min(len(e.Problems), show)], "; "))
+	if len(e.Problems) > show {
+		fmt.Fprintf(&b, "; and %d more", len(e.Problems)-show)
+	}
+	return b.String()
+}
+
+// Import adds the entries of the bundle read from r to s. It stores every
+// blob of the bundle, checking each against its digest as it streams, then
+// checks that every manifest is complete (each blob it reaches, and each
+// file of its trees, is in the bundle or already in s). Only if everything
+// checks out does it write the manifests, with LastUsed set to now;
+// otherwise it removes the blobs it added and returns an *ImportError, so a
+// bad bundle leaves s as it was. Entries already in s are left as they are.
+func Import(ctx context.Context, s Store, r io.Reader, p progress.Reporter) (*BundleReport, error) {
+	if p == nil {
+		p = progress.Nop{}
+	}
+	rep := &BundleReport{}
+	var problems []string
+	problem := func(format string, args ...any) {
+		problems = append(problems, fmt.Sprintf(format, args...))
+	}
+	var added []Digest // blobs this import stored, removed if it fails
+	var put []Key      // manifests it stored
+	fail := func(err error) (*BundleReport, error) {
+		// A failed import takes back what it added; a cancelled one too.
+		cleanup := context.WithoutCancel(ctx)
+		for _, k := range put {
+			s.DeleteManifest(cleanup, k)
+		}
+		for _, d := range added {
+			s.DeleteBlob(cleanup, d)
+		}
+		return nil, err
+	}
+
+	tr := tar.NewReader(r)
+	var ms []*Manifest
+	seenManifest := map[Key]bool{}
+	inBundle := map[Digest]int64{}
+	first := true
+	var done int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fail(fmt.Errorf("cache: import: reading bundle: %w", err))
+		}
+		if h.Typeflag == tar.TypeDir {
+			continue
+		}
+		if h.Typeflag != tar.TypeReg || isSparse(h) {
+			problem("%s: not a plain regular file", h.Name)
+			continue
+		}
+		if first {
+			first = false
+			if h.Name != bundleVersionName || h.Size != int64(len(bundleVersion)) {
+				return fail(fmt.Errorf("cache: import: not a dragonx bundle (first entry %q, want %s)", h.Name, bundleVersionName))
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				return fail(fmt.Errorf("cache: import: reading bundle: %w", err))
+			}
+			if string(b) != bundleVersion {
+				return fail(fmt.Errorf("cache: import: bundle format %q; this dragonx reads %q", strings.TrimSpace(string(b)), strings.TrimSpace(bundleVersion)))
+			}
+			continue
+		}
+		switch {
+		case strings.HasPrefix(h.Name, bundleManifestDir):
+			name := strings.TrimSuffix(strings.TrimPrefix(h.Name, bundleManifestDir), ".json")
+			k, err := ParseKey(name)
+			if err != nil || h.Name != bundleManifestDir+k.String()+".json" {
+				problem("%s: not a manifest name", h.Name)
+				continue
+			}
+			if h.Size > maxBundleManifest {
+				problem("%s: %d bytes is too large for a manifest", h.Name, h.Size)
+				continue
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				return fail(fmt.Errorf("cache: import: reading bundle: %w", err))
+			}
+			m, err := UnmarshalManifest(k, b)
+			if err != nil {
+				problem("manifest %s: %s", k.Short(), reason(err))
+				continue
+			}
+			if seenManifest[k] {
+				problem("manifest %s appears twice", k.Short())
+				continue
+			}
+			seenManifest[k] = true
+			ms = append(ms, m)
+		case strings.HasPrefix(h.Name, bundleBlobDir):
+			hexd := strings.TrimPrefix(h.Name, bundleBlobDir)
+			d, err := ParseDigest(DigestPrefix + hexd)
+			if err != nil || hex.EncodeToString(d[:]) != hexd {
+				problem("%s: not a blob name", h.Name)
+				continue
+			}
+			if _, dup := inBundle[d]; dup {
+				problem("blob %s appears twice", d.Short())
+				continue
+			}
+			inBundle[d] = h.Size
+			ok, err := s.HasBlob(ctx, d)
+			if err != nil {
+				return fail(err)
+			}
+			if ok {
+				rep.BlobsPresent++
+				done += h.Size
+				p.Report(progress.Event{Done: done, Unit: "B", Note: "importing"})
+				continue // tar skips the bytes
+			}
+			got, n, err := s.PutBlob(ctx, tr)
+			if err != nil {
+				if errors.Is(err, tar.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
+					return fail(fmt.Errorf("cache: import: reading bundle: %w", err))
+				}
+				return fail(err)
+			}
+			if got != d || n != h.Size {
+				// The bytes were stored under their own digest, where they
+				// are correct and harmless; gc removes them.
+				problem("blob %s: its %d bytes hash to %s", d.Short(), n, got.Short())
+				delete(inBundle, d)
+				continue
+			}
+			added = append(added, d)
+			rep.Blobs++
+			rep.Bytes += n
+			done += n
+			p.Report(progress.Event{Done: done, Unit: "B", Note: "importing"})
+		default:
+			problem("%s: unexpected entry", h.Name)
+		}
+	}
+	if first {
+		return fail(errors.New("cache: import: empty bundle"))
+	}
+
+	// Completeness: every blob each manifest reaches is stored now.
+	r2 := newReach(s)
+	reached := map[Digest]bool{}
+	for _, m := range ms {
+		ds, bad, err := r2.blobs(ctx, m)
+		if err != nil {
+			return fail(err)
+		}
+		for d, err := range bad {
+			problem("manifest %s (%s): tree %s: %s", m.Key.Short(), m.Stage, d.Short(), reason(err))
+		}
+		for _, d := range ds {
+			reached[d] = true
+			ok, err := s.HasBlob(ctx, d)
+			if err != nil {
+				return fail(err)
+			}
+			if !ok {
+				problem("manifest %s (%s) needs blob %s, which is neither in the bundle nor in the cache", m.Key.Short(), m.Stage, d.Short())
+			}
+		}
+	}
+	for d := range inBundle {
+		if !reached[d] {
+			problem("blob %s is not used by any manifest of the bundle", d.Short())
+		}
+	}
+	if len(problems) > 0 {
+		return fail(&ImportError{Problems: problems})
+	}
+	now := time.Now()
+	for _, m := range ms {
+		if _, err := s.GetManifest(ctx, m.Key); err == nil {
+			rep.ManifestsPresent++
+			continue
+		}
+		m.LastUsed = now
+		if err := s.PutManifest(ctx, m); err != nil {
+			return fail(err)
+		}
+		put = append(put, m.Key)
+		rep.Manifests++
+	}
+	return rep, nil
+}
+
+// ImportFile is Import from the bundle file at path.
+func ImportFile(ctx context.Context, s Store, path string, p progress.Reporter) (*BundleReport, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cache: import: %w", err)
+	}
+	defer f.Close()
+	if p != nil {
+		if info, err := f.Stat(); err == nil {
+			p = withTotal{p, info.Size()}
+		}
+	}
+	return Import(ctx, s, f, p)
+}
+
+// withTotal sets Total on events that have none.
+type withTotal struct {
+	p     progress.Reporter
+	total int64
+}
+
+func (w withTotal) Report(e progress.Event) {
+	if e.Total == 0 {
+		e.Total = w.total
+	}
+	w.p.Report(e)
+}
+
+// isSparse reports whether h is a PAX sparse file, whose holes the tar
+// reader would expand into zeros without reading them: a few bytes of
+// bundle could then make Import store terabytes.
+func isSparse(h *tar.Header) bool {
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
+}

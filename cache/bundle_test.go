@@ -1,0 +1,243 @@
+package cache_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"dragonx/cache"
+	"dragonx/cache/cachetest"
+)
+
+// bundleOf exports keys from s.
+func bundleOf(t testing.TB, s cache.Store, keys ...cache.Key) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := cache.Export(context.Background(), s, keys, &buf, nil); err != nil {
+		t.Fatalf("Export: %v", err)
+	}
+	return buf.Bytes()
+}
+
+// counts returns the numbers of blobs and manifests in s.
+func counts(t testing.TB, s cache.Store) (blobs, manifests int) {
+	t.Helper()
+	ctx := context.Background()
+	s.Blobs(ctx, func(cache.Digest, int64) error { blobs++; return nil })
+	s.ManifestKeys(ctx, func(cache.Key) error { manifests++; return nil })
+	return blobs, manifests
+}
+
+func TestExportImport(t *testing.T) {
+	ctx := t.Context()
+	dir := makeTestDir(t)
+	for name, src := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			m1 := putStage(t, src, 1, dir, time.Now())
+			m2 := cachetest.NewManifest(t, src, 2, "big")
+			m2.Outputs["big"] = cache.Output{Digest: cachetest.Put(t, src, cachetest.Bytes(5, 200000)), Size: 200000}
+			if err := src.PutManifest(ctx, m2); err != nil {
+				t.Fatal(err)
+			}
+			other := putStage(t, src, 3, t.TempDir(), time.Now()) // not exported
+			b := bundleOf(t, src, m1.Key, m2.Key)
+			if again := bundleOf(t, src, m2.Key, m1.Key, m1.Key); !bytes.Equal(again, b) {
+				t.Fatal("exporting the same entries twice gives different bundles")
+			}
+			path := filepath.Join(t.TempDir(), "b.tar")
+			rep, err := cache.ExportFile(ctx, src, []cache.Key{m1.Key, m2.Key}, path, nil)
+			if err != nil || rep.Manifests != 2 {
+				t.Fatalf("ExportFile = %+v, %v", rep, err)
+			}
+			for dstName, dst := range stores(t) {
+				t.Run(dstName, func(t *testing.T) {
+					rep, err := cache.ImportFile(ctx, dst, path, nil)
+					if err != nil || rep.Manifests != 2 || rep.BlobsPresent != 0 {
+						t.Fatalf("Import = %+v, %v", rep, err)
+					}
+					for _, m := range []*cache.Manifest{m1, m2} {
+						got, err := dst.GetManifest(ctx, m.Key)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if time.Since(got.LastUsed) > time.Minute {
+							t.Fatalf("imported LastUsed = %v, want now", got.LastUsed)
+						}
+						got.LastUsed = m.LastUsed
+						cachetest.SameManifest(t, got, m)
+					}
+					if _, err := dst.GetManifest(ctx, other.Key); !errors.Is(err, cache.ErrMiss) {
+						t.Fatal("an entry that was not exported was imported")
+					}
+					out := filepath.Join(t.TempDir(), "out")
+					if err := cache.Materialize(ctx, dst, m1.Outputs["tree"], out); err != nil {
+						t.Fatal(err)
+					}
+					sameDirs(t, snapshotDir(t, out), snapshotDir(t, dir))
+					if v, err := cache.Verify(ctx, dst, cache.VerifyOptions{}); err != nil || !v.OK() {
+						t.Fatalf("Verify after import = %+v, %v", v, err)
+					}
+					// Importing again adds nothing.
+					rep, err = cache.Import(ctx, dst, bytes.NewReader(b), nil)
+					if err != nil || rep.Manifests != 0 || rep.ManifestsPresent != 2 || rep.Blobs != 0 {
+						t.Fatalf("second Import = %+v, %v", rep, err)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestExportRefuses(t *testing.T) {
+	ctx := t.Context()
+	s := cache.NewMem()
+	m := cachetest.NewManifest(t, s, 1, "a")
+	s.PutManifest(ctx, m)
+	if _, err := cache.Export(ctx, s, []cache.Key{cachetest.Key(9)}, io.Discard, nil); !errors.Is(err, cache.ErrMiss) {
+		t.Fatalf("Export of a missing key: %v; want a miss", err)
+	}
+	cache.CorruptMemBlob(s, m.Outputs["a"].Digest, []byte("bad"))
+	if _, err := cache.Export(ctx, s, []cache.Key{m.Key}, io.Discard, nil); !errors.Is(err, cache.ErrCorrupt) {
+		t.Fatalf("Export of a corrupt blob: %v; want ErrCorrupt", err)
+	}
+	path := filepath.Join(t.TempDir(), "b.tar")
+	if _, err := cache.ExportFile(ctx, s, []cache.Key{m.Key}, path, nil); err == nil {
+		t.Fatal("ExportFile of a corrupt blob succeeded")
+	}
+	if ents, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*")); len(ents) != 0 {
+		t.Fatalf("a failed ExportFile left %v", ents)
+	}
+}
+
+// rewriteBundle applies edit to every entry of bundle b.
+func rewriteBundle(t testing.TB, b []byte, edit func(h *tar.Header, body []byte) (*tar.Header, []byte)) []byte {
+	t.Helper()
+	tr := tar.NewReader(bytes.NewReader(b))
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(tr)
+		h, body = edit(h, body)
+		if h == nil {
+			continue
+		}
+		h.Size = int64(len(body))
+		tw.WriteHeader(h)
+		tw.Write(body)
+	}
+	tw.Close()
+	return out.Bytes()
+}
+
+func TestImportRefuses(t *testing.T) {
+	ctx := t.Context()
+	src := cache.NewMem()
+	m := putStage(t, src, 1, makeTestDir(t), time.Now())
+	good := bundleOf(t, src, m.Key)
+	big := cache.DigestBytes(bytes.Repeat([]byte("z"), 70000))
+	isBlob := func(h *tar.Header, d cache.Digest) bool {
+		return strings.HasSuffix(h.Name, d.String()[7:])
+	}
+	tests := []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"corrupt blob", rewriteBundle(t, good, func(h *tar.Header, b []byte) (*tar.Header, []byte) {
+			if isBlob(h, big) {
+				b[100] ^= 1
+			}
+			return h, b
+		}), "hash to"},
+		{"missing tree file", rewriteBundle(t, good, func(h *tar.Header, b []byte) (*tar.Header, []byte) {
+			if isBlob(h, big) {
+				return nil, nil
+			}
+			return h, b
+		}), "neither in the bundle nor in the cache"},
+		{"missing tree", rewriteBundle(t, good, func(h *tar.Header, b []byte) (*tar.Header, []byte) {
+			if isBlob(h, m.Outputs["tree"].Digest) {
+				return nil, nil
+			}
+			return h, b
+		}), "tree"},
+		{"extra blob", rewriteBundle(t, good, func(h *tar.Header, b []byte) (*tar.Header, []byte) {
+			if isBlob(h, big) {
+				h.Name = "blobs/sha256/" + cache.DigestBytes([]byte("x")).String()[7:]
+				return h, []byte("x")
+			}
+			return h, b
+		}), "not used by any manifest"},
+		{"foreign manifest", rewriteBundle(t, good, func(h *tar.Header, b []byte) (*tar.Header, []byte) {
+			if strings.HasPrefix(h.Name, "manifests/") {
+				b = bytes.Replace(b, []byte(`"version": 1`), []byte(`"version": 7`), 1)
+			}
+			return h, b
+		}), "manifest version 7"},
+		{"bad manifest", rewriteBundle(t, good, func(h *tar.Header, b []byte) (*tar.Header, []byte) {
+			if strings.HasPrefix(h.Name, "manifests/") {
+				b = b[:len(b)/2]
+			}
+			return h, b
+		}), "manifest"},
+		{"other version", rewriteBundle(t, good, func(h *tar.Header, b []byte) (*tar.Header, []byte) {
+			if h.Name == "VERSION" {
+				b = []byte("dragonx bundle 2\n")
+			}
+			return h, b
+		}), "bundle format"},
+		{"not a bundle", []byte("hello"), "reading bundle"},
+		{"truncated", good[:len(good)/2], "reading bundle"},
+		{"empty", nil, "empty bundle"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dst := cache.NewMem()
+			pre := cachetest.Put(t, dst, []byte("already here"))
+			_, err := cache.Import(ctx, dst, bytes.NewReader(tt.b), nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Import = %v, want an error containing %q", err, tt.want)
+			}
+			if blobs, manifests := counts(t, dst); manifests != 0 || blobs > 2 {
+				t.Fatalf("a refused import left %d blobs, %d manifests; want 1 (or 2 with a mislabelled one), 0", blobs, manifests)
+			}
+			if ok, _ := dst.HasBlob(ctx, pre); !ok {
+				t.Fatal("a refused import removed a blob that was there before")
+			}
+		})
+	}
+}
+
+func FuzzImport(f *testing.F) {
+	src := cache.NewMem()
+	m := cachetest.NewManifest(f, src, 1, "a", "b")
+	src.PutManifest(context.Background(), m)
+	f.Add(bundleOf(f, src, m.Key))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ctx := context.Background()
+		dst := cache.NewMem()
+		if _, err := cache.Import(ctx, dst, bytes.NewReader(b), nil); err != nil {
+			if _, manifests := counts(t, dst); manifests != 0 {
+				t.Fatalf("a failed import left %d manifests", manifests)
+			}
+			return
+		}
+		if rep, err := cache.Verify(ctx, dst, cache.VerifyOptions{}); err != nil || !rep.OK() {
+			t.Fatalf("an accepted bundle gives a store that fails Verify: %+v, %v", rep, err)
+		}
+	})
+}

@@ -1,0 +1,409 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// PutPath stores the file or directory at path (following path itself if
+// it is a symbolic link) and returns its Output: for a file, the blob of its
+// bytes; for a directory, a tree (see Tree) whose files are stored as
+// blobs. Files already stored are hashed but not written again.
+func PutPath(ctx context.Context, s Store, path string) (Output, error) {
+	return walkPath(ctx, path, func(abs string, _ fs.FileInfo) (Digest, int64, error) {
+		return putFile(ctx, s, abs)
+	}, func(t *Tree) (Digest, error) {
+		d, _, err := s.PutBlob(ctx, bytes.NewReader(t.Encode()))
+		return d, err
+	})
+}
+
+// HashPath returns the Output that PutPath would return for path, without
+// storing anything. Stages use it for local inputs.
+func HashPath(ctx context.Context, path string) (Output, error) {
+	return walkPath(ctx, path, func(abs string, _ fs.FileInfo) (Digest, int64, error) {
+		return HashFile(ctx, abs)
+	}, func(t *Tree) (Digest, error) {
+		return DigestBytes(t.Encode()), nil
+	})
+}
+
+// putFile stores the file at abs unless a blob with its digest exists.
+// Hashing first costs a read of the file but saves writing it again, which
+// is the common case: a stage that reruns and produces the same bytes.
+func putFile(ctx context.Context, s Store, abs string) (Digest, int64, error) {
+	d, n, err := HashFile(ctx, abs)
+	if err != nil {
+		return d, n, err
+	}
+	if ok, err := s.HasBlob(ctx, d); err != nil || ok {
+		return d, n, err
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return d, n, fmt.Errorf("cache: %w", err)
+	}
+	defer f.Close()
+	d2, n2, err := s.PutBlob(ctx, f)
+	if err != nil {
+		return d, n, err
+	}
+	if d2 != d {
+		// The stored bytes are whatever was read; they are consistent with
+		// d2. Report the change rather than return an Output for a file
+		// that no longer has the contents it was hashed with.
+		return d, n, fmt.Errorf("cache: %s changed while it was being stored (%d then %d bytes)", abs, n, n2)
+	}
+	return d, n, nil
+}
+
+// walkPath builds the Output of path: fileFn digests a file; treeFn
+// digests (and perhaps stores) a finished tree.
+func walkPath(ctx context.Context, root string, fileFn func(string, fs.FileInfo) (Digest, int64, error), treeFn func(*Tree) (Digest, error)) (Output, error) {
+	info, err := os.Stat(root)
+	if err != nil {
+		return Output{}, fmt.Errorf("cache: %w", err)
+	}
+	switch {
+	case info.Mode().IsRegular():
+		d, n, err := fileFn(root, info)
+		if err != nil {
+			return Output{}, err
+		}
+		return Output{Digest: d, Size: n, Exec: info.Mode()&0o111 != 0}, nil
+	case info.IsDir():
+	default:
+		return Output{}, fmt.Errorf("cache: %s is a %s, not a file or directory", root, typeName(info.Mode()))
+	}
+	t := &Tree{}
+	err = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("cache: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return fmt.Errorf("cache: %w", err)
+		}
+		rel = filepath.ToSlash(rel)
+		if err := checkTreePath(rel); err != nil {
+			return fmt.Errorf("cache: %s: %w", p, err)
+		}
+		e := TreeEntry{Path: rel}
+		switch de.Type() {
+		case fs.ModeDir:
+			e.Type = TypeDir
+		case fs.ModeSymlink:
+			e.Type = TypeSymlink
+			if e.Target, err = os.Readlink(p); err != nil {
+				return fmt.Errorf("cache: %w", err)
+			}
+			e.Target = filepath.ToSlash(e.Target)
+			if err := checkLinkTarget(rel, e.Target); err != nil {
+				return fmt.Errorf("cache: %s: %w", p, err)
+			}
+		case 0:
+			info, err := de.Info()
+			if err != nil {
+				return fmt.Errorf("cache: %w", err)
+			}
+			e.Type = TypeFile
+			e.Exec = info.Mode()&0o111 != 0
+			if e.Digest, e.Size, err = fileFn(p, info); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("cache: %s is a %s; a stored directory may hold only files, directories and links", p, typeName(de.Type()))
+		}
+		t.Entries = append(t.Entries, e)
+		return nil
+	})
+	if err != nil {
+		return Output{}, err
+	}
+	// WalkDir visits "a/b" before "a-b"; the encoding wants byte order.
+	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Path < t.Entries[j].Path })
+	d, err := treeFn(t)
+	if err != nil {
+		return Output{}, err
+	}
+	return Output{Digest: d, Size: t.Size(), Tree: true}, nil
+}
+
+func typeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m.IsDir():
+		return "directory"
+	default:
+		return "special file"
+	}
+}
+
+// racyWindow: a file modified this recently may still change within its
+// timestamp's granularity (a second on some file systems, more on FAT)
+// without its stat data changing, so its hash is not recorded in the stat
+// cache (Git calls such entries "racily clean").
+const racyWindow = 2 * time.Second
+
+// HashPathCached is HashPath with the store's stat cache: if path's stat
+// fingerprint (size, times, inode, device and mode of the file, or of every
+// entry of the directory) is what was recorded with its Output, that Output
+// is returned without reading the data. Otherwise the path is hashed, and
+// the result recorded unless the path changed while it was hashed or was
+// modified within the last racyWindow. Paths are recorded absolute.
+func HashPathCached(ctx context.Context, s Store, path string) (Output, error) {
+	return hashPathCached(ctx, s, path, time.Now())
+}
+
+// hashPathCached is HashPathCached at time now (tests move it forward, as
+// files they create are otherwise always too recent to record).
+func hashPathCached(ctx context.Context, s Store, path string, now time.Time) (Output, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Output{}, fmt.Errorf("cache: %w", err)
+	}
+	fp, racy, err := Fingerprint(abs, now)
+	if err != nil {
+		return Output{}, err
+	}
+	if e, ok, err := s.GetStat(ctx, abs); err != nil {
+		return Output{}, err
+	} else if ok && e.Fingerprint == fp && !e.Output.Digest.IsZero() {
+		return e.Output, nil
+	}
+	out, err := HashPath(ctx, abs)
+	if err != nil {
+		return Output{}, err
+	}
+	if racy {
+		return out, nil
+	}
+	if fp2, _, err := Fingerprint(abs, now); err != nil || fp2 != fp {
+		return out, nil // changed while hashed: usable now, not worth recording
+	}
+	if err := s.PutStat(ctx, abs, StatEntry{Fingerprint: fp, Output: out}); err != nil {
+		return Output{}, err
+	}
+	return out, nil
+}
+
+// Fingerprint returns the stat fingerprint of the file or directory at path
+// (following path itself if it is a link), and whether any part of it was
+// modified within racyWindow of now. For a file it is its stat data as text;
+// for a directory, a hash over every entry's relative path and stat data.
+func Fingerprint(path string, now time.Time) (fp string, racy bool, err error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", false, fmt.Errorf("cache: %w", err)
+	}
+	line, r := statLine(info, now)
+	if !info.IsDir() {
+		return "f " + line, r, nil
+	}
+	h := sha256.New()
+	n := 0
+	err = filepath.WalkDir(path, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("cache: %w", err)
+		}
+		info, err := de.Info()
+		if err != nil {
+			return fmt.Errorf("cache: %w", err)
+		}
+		rel, _ := filepath.Rel(path, p)
+		line, r := statLine(info, now)
+		racy = racy || r
+		fmt.Fprintf(h, "%q %s\n", rel, line)
+		n++
+		return nil
+	})
+	if err != nil {
+		return "", false, err
+	}
+	return fmt.Sprintf("d %d %s", n, hex.EncodeToString(h.Sum(nil))), racy, nil
+}
+
+// statLine formats what identifies one version of a file: size, mtime and
+// ctime in nanoseconds, inode, device and mode. The second result says
+// whether the file changed within racyWindow of now.
+func statLine(info fs.FileInfo, now time.Time) (string, bool) {
+	mtime := info.ModTime()
+	racy := now.Sub(mtime) < racyWindow
+	sys, ok := sysStat(info)
+	if !ok {
+		return fmt.Sprintf("%d %d %o", info.Size(), mtime.UnixNano(), info.Mode()), racy
+	}
+	racy = racy || now.Sub(sys.ctime) < racyWindow
+	return fmt.Sprintf("%d %d %d %d %d %o", info.Size(), mtime.UnixNano(), sys.ctime.UnixNano(), sys.ino, sys.dev, info.Mode()), racy
+}
+
+// sysInfo is the stat data beyond fs.FileInfo (see sysStat).
+type sysInfo struct {
+	ctime     time.Time
+	ino, dev  uint64
+	allocated int64 // bytes of disk blocks
+}
+
+// Materialize writes out, read from s, to dst: a file, or for a tree a
+// directory with every entry. It writes to a temporary name beside dst and
+// renames it into place, replacing what was at dst, so dst is never seen
+// half-written. If any blob is missing or corrupt (the error matches ErrMiss
+// and, for corruption, ErrCorrupt), nothing is written and whatever was at
+// dst before is left as it was.
+func Materialize(ctx context.Context, s Store, out Output, dst string) error {
+	dst = filepath.Clean(dst)
+	parent, base := filepath.Dir(dst), filepath.Base(dst)
+	if err := os.MkdirAll(parent, 0o777); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	var tmp string
+	var err error
+	if out.Tree {
+		tmp, err = os.MkdirTemp(parent, "."+base+".tmp-")
+		if err == nil {
+			err = writeTree(ctx, s, out, tmp)
+		}
+	} else {
+		var f *os.File
+		f, err = os.CreateTemp(parent, "."+base+".tmp-")
+		if err == nil {
+			tmp = f.Name()
+			mode := fs.FileMode(0o644)
+			if out.Exec {
+				mode = 0o755
+			}
+			err = writeBlob(ctx, s, out.Digest, f, mode)
+		}
+	}
+	if err == nil {
+		err = replace(tmp, dst)
+	}
+	if err != nil {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
+		return err
+	}
+	return nil
+}
+
+// writeTree writes tree out's entries under dir (which exists).
+func writeTree(ctx context.Context, s Store, out Output, dir string) error {
+	t, err := ReadTree(ctx, s, out.Digest)
+	if err != nil {
+		return err
+	}
+	if t.Size() != out.Size {
+		return corrupt("tree "+out.Digest.String(), "lists %d bytes of files, the output records %d", t.Size(), out.Size)
+	}
+	var links []TreeEntry
+	for _, e := range t.Entries {
+		p := filepath.Join(dir, filepath.FromSlash(e.Path))
+		switch e.Type {
+		case TypeDir:
+			if err := os.Mkdir(p, 0o755); err != nil {
+				return fmt.Errorf("cache: %w", err)
+			}
+		case TypeFile:
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return fmt.Errorf("cache: %w", err)
+			}
+			if err := writeBlob(ctx, s, e.Digest, f, e.Mode()); err != nil {
+				return err
+			}
+		case TypeSymlink:
+			links = append(links, e) // last, so nothing is written through one
+		}
+	}
+	for _, e := range links {
+		if err := os.Symlink(filepath.FromSlash(e.Target), filepath.Join(dir, filepath.FromSlash(e.Path))); err != nil {
+			return fmt.Errorf("cache: %w", err)
+		}
+	}
+	return os.Chmod(dir, 0o755)
+}
+
+// writeBlob copies blob d into f, verifying it, sets mode and closes f.
+func writeBlob(ctx context.Context, s Store, d Digest, f *os.File, mode fs.FileMode) error {
+	err := copyBlob(ctx, s, d, f)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("cache: %w", cerr)
+	}
+	return err
+}
+
+// copyBlob writes blob d to w, reading it to EOF so that it is verified.
+func copyBlob(ctx context.Context, s Store, d Digest, w io.Writer) error {
+	rc, size, err := s.OpenBlob(ctx, d)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	buf := make([]byte, min(max(size, 512), hashBufferSize))
+	if _, err := io.CopyBuffer(onlyWriter{w}, ctxReader{ctx, rc}, buf); err != nil {
+		var me *MissError
+		if errors.As(err, &me) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return fmt.Errorf("cache: writing %s: %w", d.Short(), err)
+	}
+	return nil
+}
+
+// onlyWriter hides a writer's ReadFrom, so io.CopyBuffer uses our buffer
+// (and our reader's verification) instead of a sendfile path.
+type onlyWriter struct{ io.Writer }
+
+// replace renames tmp to dst. A file replaces a file atomically; when dst
+// is a directory (or tmp is one and dst exists), the old dst is first moved
+// aside and removed after, and moved back if the second rename fails.
+func replace(tmp, dst string) error {
+	if err := os.Rename(tmp, dst); err == nil {
+		return nil
+	}
+	old, err := os.Lstat(dst)
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	aside := fmt.Sprintf("%s.old-%d", tmp, time.Now().UnixNano())
+	if err := os.Rename(dst, aside); err != nil {
+		return fmt.Errorf("cache: replacing %s: %w", dst, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Rename(aside, dst)
+		return fmt.Errorf("cache: replacing %s: %w", dst, err)
+	}
+	if old.IsDir() {
+		os.RemoveAll(aside)
+	} else {
+		os.Remove(aside)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"dragonx/kernels/trace"
+	"dragonx/kernels/verdict"
+)
+
+// maxTraceBytes bounds the trace file read; the largest TVM traces are a
+// few tens of kilobytes.
+const maxTraceBytes = 16 << 20
+
+const kernelApplyHelp = `kernel apply replays a MetaSchedule trace on a workload and prints the
+scheduled function as TVMScript.
+
+  kernel apply -workload W.json -trace T.json [-json] [-repair] [-seed N] [-check]
+
+The workload is selected as for kernel show (-workload FILE, -spec JSON, or
+-family F -shape I); -trace names the trace (TVM's JSON, [insts, decisions];
+- reads standard input).
+
+The replay is strict: a decision that does not fit (tile factors whose product
+is not the loop extent, a categorical index out of range), a reference to an
+undefined random variable, a wrong number or type of inputs, or a primitive
+whose legality check fails stops it with an error naming the instruction index,
+its kind and the reason. -repair turns on TVM's repairing replay instead: tile
+and compute-location decisions that no longer fit are repaired, and each repair
+is reported (on standard error, or in the verdict). Sampling instructions
+without a decision are sampled afresh from -seed.
+
+-json prints a one-line verdict instead of the function:
+  {"ok":true,"phase":"replay","inst":-1,"error":"","ir_hash":"...",...}
+phase is the last phase reached (workload, parse, replay; later work adds
+postproc, verify, numeric, latency), inst the index of the instruction at
+fault (-1 if none), ir_hash the structural hash of the scheduled function.
+-check verifies the function after every instruction (slower).
+
+A schedule that fails (a bad workload, trace or replay) exits with status 1,
+after printing its verdict with -json.
+`
+
+func runKernelApply(ctx context.Context, e *env, args []string) error {
+	var w workloadFlags
+	var tracePath string
+	var asJSON, repair, check bool
+	var seed int64
+	fs := newFlagSet("kernel apply")
+	w.register(fs)
+	fs.StringVar(&tracePath, "trace", "", "trace `FILE` (TVM's JSON; - for standard input)")
+	fs.BoolVar(&asJSON, "json", false, "print a one-line JSON verdict instead of the function")
+	fs.BoolVar(&repair, "repair", false, "repair decisions that no longer fit, as TVM's replay does, and report each")
+	fs.Int64Var(&seed, "seed", 1, "seed of fresh samples for sampling instructions without a decision")
+	fs.BoolVar(&check, "check", false, "verify the function after every instruction")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		if he, ok := err.(*helpError); ok {
+			he.flags = kernelApplyHelp + "\n" + he.flags
+		}
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("kernel apply takes no arguments besides flags, got %q", pos[0])
+	}
+	if tracePath == "" {
+		return usagef("kernel apply needs -trace FILE")
+	}
+	if tracePath == "-" && w.file == "-" {
+		return usagef("-workload and -trace cannot both read standard input")
+	}
+
+	fail := func(v *verdict.Verdict, err error) error {
+		if asJSON {
+			e.stdout.Write(append(v.JSON(), '\n'))
+			return withCode(exitFailure, nil)
+		}
+		return err
+	}
+	spec, err := w.load(e)
+	if err != nil {
+		if _, usage := err.(*usageError); usage {
+			return err
+		}
+		return fail(verdict.Fail(verdict.PhaseWorkload, err), err)
+	}
+	f, err := spec.Build()
+	if err != nil {
+		return fail(verdict.Fail(verdict.PhaseWorkload, err), err)
+	}
+	var data []byte
+	if tracePath == "-" {
+		data, err = io.ReadAll(io.LimitReader(e.stdin, maxTraceBytes+1))
+	} else {
+		data, err = readLimited(tracePath, maxTraceBytes+1)
+	}
+	if err == nil && len(data) > maxTraceBytes {
+		err = fmt.Errorf("%s: larger than %d bytes", tracePath, maxTraceBytes)
+	}
+	if err != nil {
+		return fail(verdict.Fail(verdict.PhaseParse, err), err)
+	}
+	tr, err := trace.Parse(data)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", tracePath, err)
+		return fail(verdict.Fail(verdict.PhaseParse, err), err)
+	}
+	s, err := trace.Replay(ctx, f, tr, trace.Options{Repair: repair, Seed: seed, Check: check})
+	v := verdict.FromReplay(s, err)
+	if asJSON {
+		e.stdout.Write(append(v.JSON(), '\n'))
+		if !v.OK {
+			return withCode(exitFailure, nil)
+		}
+		return nil
+	}
+	for _, r := range v.Repairs {
+		fmt.Fprintln(e.stderr, "repaired:", strings.TrimPrefix(r, "kernels: "))
+	}
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(e.stdout, s.Func().Script())
+	return err
+}

@@ -1,0 +1,379 @@
+package arith
+
+import (
+	"dragonx/kernels/ir"
+)
+
+// Analyzer simplifies and bounds integer expressions, given constant ranges
+// for some of their variables: TVM's arith::Analyzer, reduced to what
+// dragonx's schedule primitives need.
+//
+// The zero value is not usable; call NewAnalyzer. An Analyzer is not safe
+// for concurrent use; it is cheap to make one per schedule.
+type Analyzer struct {
+	bounds map[*ir.Var]Bound
+}
+
+// NewAnalyzer returns an analyzer that knows nothing about any variable.
+func NewAnalyzer() *Analyzer { return &Analyzer{bounds: make(map[*ir.Var]Bound, 16)} }
+
+// Bind records that v lies in b.
+func (a *Analyzer) Bind(v *ir.Var, b Bound) { a.bounds[v] = b }
+
+// BindRange records that v lies in [min, min+extent).
+func (a *Analyzer) BindRange(v *ir.Var, min, extent int64) { a.bounds[v] = RangeBound(min, extent) }
+
+// Unbind forgets what is known about v.
+func (a *Analyzer) Unbind(v *ir.Var) { delete(a.bounds, v) }
+
+// VarBound returns what is known about v.
+func (a *Analyzer) VarBound(v *ir.Var) (Bound, bool) {
+	b, ok := a.bounds[v]
+	return b, ok
+}
+
+// With runs fn with v bound to b, then restores what was known before.
+func (a *Analyzer) With(v *ir.Var, b Bound, fn func()) {
+	old, had := a.bounds[v]
+	a.bounds[v] = b
+	defer func() {
+		if had {
+			a.bounds[v] = old
+		} else {
+			delete(a.bounds, v)
+		}
+	}()
+	fn()
+}
+
+// Bound returns constant bounds of e (TVM's ConstIntBound). Bool
+// expressions are bounded by [0, 1] (or a point when they simplify to a
+// constant); float expressions are unbounded.
+func (a *Analyzer) Bound(e ir.Expr) Bound {
+	t := e.DType()
+	switch {
+	case t.IsInt():
+		return a.boundSum(a.toSum(e))
+	case t.IsBool():
+		if c, ok := a.Simplify(e).(*ir.IntImm); ok {
+			return Point(c.Value())
+		}
+		return Bound{0, 1}
+	}
+	return Everything()
+}
+
+// CanProve reports whether cond (a bool expression) is provably true.
+func (a *Analyzer) CanProve(cond ir.Expr) bool {
+	c, ok := a.Simplify(cond).(*ir.IntImm)
+	return ok && c.Value() != 0
+}
+
+// CanProveEqual reports whether x - y simplifies to 0.
+func (a *Analyzer) CanProveEqual(x, y ir.Expr) bool {
+	if ir.SameExpr(x, y) {
+		return true
+	}
+	if !x.DType().IsInt() || !y.DType().IsInt() {
+		return false
+	}
+	s := a.toSum(ir.Sub(x, y))
+	return len(s.terms) == 0 && s.c == 0
+}
+
+// ConstDiff returns x - y when it simplifies to a constant.
+func (a *Analyzer) ConstDiff(x, y ir.Expr) (int64, bool) {
+	if !x.DType().IsInt() || !y.DType().IsInt() {
+		return 0, false
+	}
+	s := a.toSum(ir.Sub(x, y))
+	return s.c, len(s.terms) == 0
+}
+
+// Simplify returns an expression equal to e for every value of its
+// variables within their known bounds, in a canonical form: constants
+// folded; integer sums collected into sum of coefficient*term plus a
+// constant (terms ordered by decreasing coefficient, then first
+// appearance); floordiv and floormod by constants distributed over the
+// multiples of the divisor and removed where the bounds allow
+// (floordiv(i*16 + j, 16) is i when 0 <= j < 16); comparisons, min and max
+// decided where the bounds allow. Float arithmetic is only constant-folded
+// (with float32 rounding for float32).
+func (a *Analyzer) Simplify(e ir.Expr) ir.Expr {
+	switch e.(type) {
+	case *ir.Var, *ir.IntImm, *ir.FloatImm:
+		return e // already canonical
+	}
+	t := e.DType()
+	switch {
+	case t.IsInt():
+		return a.fromSum(a.toSum(e))
+	case t.IsBool():
+		return a.simplifyBool(e)
+	}
+	return a.simplifyOther(e)
+}
+
+// Simplify simplifies e with no knowledge of variable bounds (what TVM's
+// te.create_prim_func applies to compute bodies).
+func Simplify(e ir.Expr) ir.Expr { return NewAnalyzer().Simplify(e) }
+
+func (a *Analyzer) simplifyList(list []ir.Expr) ([]ir.Expr, bool) {
+	var out []ir.Expr
+	for i, e := range list {
+		s := a.Simplify(e)
+		if s != e && out == nil {
+			out = make([]ir.Expr, len(list))
+			copy(out, list[:i])
+		}
+		if out != nil {
+			out[i] = s
+		}
+	}
+	if out == nil {
+		return list, false
+	}
+	return out, true
+}
+
+func boolImm(b bool) ir.Expr {
+	if b {
+		return ir.True()
+	}
+	return ir.False()
+}
+
+func (a *Analyzer) simplifyBool(e ir.Expr) ir.Expr {
+	switch x := e.(type) {
+	case *ir.Binary:
+		switch op := x.Op(); {
+		case op == ir.OpAnd || op == ir.OpOr:
+			l, r := a.simplifyBool(x.A()), a.simplifyBool(x.B())
+			lc, lok := l.(*ir.IntImm)
+			rc, rok := r.(*ir.IntImm)
+			if op == ir.OpAnd {
+				switch {
+				case lok && lc.Value() == 0 || rok && rc.Value() == 0:
+					return ir.False()
+				case lok:
+					return r
+				case rok:
+					return l
+				}
+			} else {
+				switch {
+				case lok && lc.Value() != 0 || rok && rc.Value() != 0:
+					return ir.True()
+				case lok:
+					return r
+				case rok:
+					return l
+				}
+			}
+			if l == x.A() && r == x.B() {
+				return e
+			}
+			return ir.NewBinary(op, l, r)
+		case op.IsCompare():
+			return a.simplifyCompare(x)
+		}
+	case *ir.Not:
+		v := a.simplifyBool(x.A())
+		if c, ok := v.(*ir.IntImm); ok {
+			return boolImm(c.Value() == 0)
+		}
+		if n, ok := v.(*ir.Not); ok {
+			return n.A()
+		}
+		if v == x.A() {
+			return e
+		}
+		return ir.NotOf(v)
+	}
+	return a.simplifyOther(e)
+}
+
+func (a *Analyzer) simplifyCompare(x *ir.Binary) ir.Expr {
+	op := x.Op()
+	l, r := a.Simplify(x.A()), a.Simplify(x.B())
+	if l.DType().IsInt() {
+		ds := a.shallowSum(l)
+		ds.addSum(a.shallowSum(r), -1)
+		d := a.boundSum(ds)
+		switch op {
+		case ir.OpLT:
+			if d.Max < 0 {
+				return ir.True()
+			}
+			if d.Min >= 0 {
+				return ir.False()
+			}
+		case ir.OpLE:
+			if d.Max <= 0 {
+				return ir.True()
+			}
+			if d.Min > 0 {
+				return ir.False()
+			}
+		case ir.OpGT:
+			if d.Min > 0 {
+				return ir.True()
+			}
+			if d.Max <= 0 {
+				return ir.False()
+			}
+		case ir.OpGE:
+			if d.Min >= 0 {
+				return ir.True()
+			}
+			if d.Max < 0 {
+				return ir.False()
+			}
+		case ir.OpEQ:
+			if d.IsPoint() {
+				return boolImm(d.Min == 0)
+			}
+			if d.Max < 0 || d.Min > 0 {
+				return ir.False()
+			}
+		case ir.OpNE:
+			if d.IsPoint() {
+				return boolImm(d.Min != 0)
+			}
+			if d.Max < 0 || d.Min > 0 {
+				return ir.True()
+			}
+		}
+	} else if lf, ok := l.(*ir.FloatImm); ok {
+		if rf, ok := r.(*ir.FloatImm); ok {
+			u, v := lf.Value(), rf.Value()
+			switch op {
+			case ir.OpLT:
+				return boolImm(u < v)
+			case ir.OpLE:
+				return boolImm(u <= v)
+			case ir.OpGT:
+				return boolImm(u > v)
+			case ir.OpGE:
+				return boolImm(u >= v)
+			case ir.OpEQ:
+				return boolImm(u == v)
+			case ir.OpNE:
+				return boolImm(u != v)
+			}
+		}
+	}
+	// TVM's rewrite simplifier writes a >= b as b <= a and a > b as b < a.
+	switch op {
+	case ir.OpGE:
+		return ir.LE(r, l)
+	case ir.OpGT:
+		return ir.LT(r, l)
+	}
+	if l == x.A() && r == x.B() {
+		return x
+	}
+	return ir.NewBinary(op, l, r)
+}
+
+// simplifyOther handles float expressions and non-arithmetic nodes of any
+// type: children are simplified, constants folded.
+func (a *Analyzer) simplifyOther(e ir.Expr) ir.Expr {
+	switch x := e.(type) {
+	case *ir.Binary:
+		l, r := a.Simplify(x.A()), a.Simplify(x.B())
+		if lf, ok := l.(*ir.FloatImm); ok {
+			if rf, ok := r.(*ir.FloatImm); ok {
+				if v, ok := foldFloat(x.Op(), roundTo(x.DType(), lf.Value()), roundTo(x.DType(), rf.Value())); ok {
+					return ir.FloatImmOf(x.DType(), roundTo(x.DType(), v))
+				}
+			}
+		}
+		if l == x.A() && r == x.B() {
+			return e
+		}
+		return ir.NewBinary(x.Op(), l, r)
+	case *ir.Select:
+		c := a.Simplify(x.Cond())
+		if ci, ok := c.(*ir.IntImm); ok {
+			if ci.Value() != 0 {
+				return a.Simplify(x.True())
+			}
+			return a.Simplify(x.False())
+		}
+		t, f := a.Simplify(x.True()), a.Simplify(x.False())
+		if c == x.Cond() && t == x.True() && f == x.False() {
+			return e
+		}
+		return ir.SelectOf(c, t, f)
+	case *ir.Call:
+		args, changed := a.simplifyList(x.Args())
+		if x.Op() == ir.CallIfThenElse {
+			if ci, ok := args[0].(*ir.IntImm); ok {
+				if ci.Value() != 0 {
+					return args[1]
+				}
+				return args[2]
+			}
+		}
+		if !changed {
+			return e
+		}
+		return ir.NewCall(x.Op(), args...)
+	case *ir.Cast:
+		v := a.Simplify(x.A())
+		if v == x.A() {
+			if _, isConst := v.(*ir.IntImm); !isConst {
+				if _, isConst := v.(*ir.FloatImm); !isConst {
+					return e
+				}
+			}
+		}
+		return castConst(x.DType(), v)
+	case *ir.BufferLoad:
+		idx, changed := a.simplifyList(x.Indices())
+		if !changed {
+			return e
+		}
+		return ir.Load(x.Buffer(), idx...)
+	}
+	return e
+}
+
+// castConst is ir.CastTo, rounding float32 constants.
+func castConst(t ir.DType, v ir.Expr) ir.Expr {
+	if f, ok := v.(*ir.FloatImm); ok && t.IsFloat() {
+		return ir.FloatImmOf(t, roundTo(t, f.Value()))
+	}
+	if c, ok := v.(*ir.IntImm); ok && t.IsFloat() {
+		return ir.FloatImmOf(t, roundTo(t, float64(c.Value())))
+	}
+	return ir.CastTo(t, v)
+}
+
+func roundTo(t ir.DType, v float64) float64 {
+	if t == ir.Float32 {
+		return float64(float32(v))
+	}
+	return v
+}
+
+func foldFloat(op ir.BinOp, x, y float64) (float64, bool) {
+	switch op {
+	case ir.OpAdd:
+		return x + y, true
+	case ir.OpSub:
+		return x - y, true
+	case ir.OpMul:
+		return x * y, true
+	case ir.OpDiv:
+		if y != 0 {
+			return x / y, true
+		}
+	case ir.OpMin:
+		return min(x, y), true
+	case ir.OpMax:
+		return max(x, y), true
+	}
+	return 0, false
+}

@@ -1,0 +1,402 @@
+package arith
+
+import (
+	"flag"
+	"math/rand/v2"
+	"testing"
+
+	"dragonx/kernels/ir"
+)
+
+var seed = flag.Uint64("seed", 1, "seed of the property tests")
+
+func testRand(t *testing.T) *rand.Rand {
+	t.Helper()
+	if *seed != 1 {
+		t.Logf("seed %d", *seed)
+	}
+	return rand.New(rand.NewPCG(*seed, 0x5eed))
+}
+
+type vars struct{ i, j, k, x, y *ir.Var }
+
+func newVars() vars {
+	return vars{ir.NewVar("i", ir.Int32), ir.NewVar("j", ir.Int32), ir.NewVar("k", ir.Int32),
+		ir.NewVar("x", ir.Int32), ir.NewVar("y", ir.Int32)}
+}
+
+func c(v int64) ir.Expr { return ir.Int(v) }
+
+func TestSimplify(t *testing.T) {
+	v := newVars()
+	i, j, k, x, y := v.i, v.j, v.k, v.x, v.y
+	tests := []struct {
+		name string
+		in   ir.Expr
+		want string
+	}{
+		{"fold", ir.Add(c(2), ir.Mul(c(3), c(4))), "14"},
+		{"collect", ir.Add(ir.Add(i, j), ir.Sub(i, j)), "i * 2"},
+		{"cancel", ir.Sub(ir.Add(ir.Mul(i, c(4)), j), ir.Mul(i, c(4))), "j"},
+		{"order by coefficient", ir.Add(j, ir.Mul(i, c(16))), "i * 16 + j"},
+		{"negative first", ir.Sub(c(3), i), "3 - i"},
+		{"negative only", ir.Sub(c(0), i), "i * -1"},
+		{"constant last", ir.Add(c(-3), i), "i - 3"},
+		{"mul one", ir.Mul(i, c(1)), "i"},
+		{"floordiv split", ir.FloorDiv(ir.Add(ir.Mul(i, c(16)), j), c(16)), "i"},
+		{"floormod split", ir.FloorMod(ir.Add(ir.Mul(i, c(16)), j), c(16)), "j"},
+		{"floordiv distribute", ir.FloorDiv(ir.Add(ir.Mul(i, c(32)), k), c(16)), "i * 2 + k // 16"},
+		{"floormod drop multiple", ir.FloorMod(ir.Add(ir.Mul(i, c(32)), k), c(16)), "k % 16"},
+		{"floordiv nested", ir.FloorDiv(ir.FloorDiv(k, c(4)), c(8)), "k // 32"},
+		{"floormod nested", ir.FloorMod(ir.FloorMod(k, c(32)), c(8)), "k % 8"},
+		{"floordiv gcd", ir.FloorDiv(ir.Mul(k, c(4)), c(8)), "k // 2"},
+		{"floormod gcd", ir.FloorMod(ir.Mul(k, c(4)), c(8)), "k % 2 * 4"},
+		{"fuse back", ir.Add(ir.Mul(ir.FloorDiv(k, c(16)), c(16)), ir.FloorMod(k, c(16))), "k"},
+		{"floordiv small", ir.FloorDiv(j, c(16)), "0"},
+		{"floordiv shifted", ir.FloorDiv(ir.Add(j, c(32)), c(16)), "2"},
+		{"min decided", ir.Min(j, c(100)), "j"},
+		{"max decided", ir.Max(ir.Add(i, c(1)), i), "i + 1"},
+		{"min open", ir.Min(i, j), "T.min(i, j)"},
+		{"compare true", ir.LT(j, c(16)), "T.bool(True)"},
+		{"compare false", ir.GE(j, c(16)), "T.bool(False)"},
+		{"compare swap", ir.GE(x, c(3)), "3 <= x"},
+		{"and fold", ir.And(ir.LT(j, c(16)), ir.LT(x, y)), "x < y"},
+		{"or fold", ir.Or(ir.LT(j, c(16)), ir.LT(x, y)), "T.bool(True)"},
+		{"select fold", ir.SelectOf(ir.LT(j, c(100)), x, y), "x"},
+		{"truncdiv nonneg", ir.Div(ir.Add(ir.Mul(i, c(8)), j), c(8)), "i + j // 8"},
+		{"fused split", ir.FloorDiv(ir.Add(ir.Mul(x, c(32)), k), c(16)), "x * 2 + k // 16"},
+		{"fused split small", ir.FloorDiv(ir.Add(ir.Mul(x, c(32)), j), c(16)), "x * 2"},
+		{"float fold f32", ir.Add(ir.F32(0.1), ir.F32(0.2)), "T.float32(0.30000001192092896)"},
+		{"cast fold", ir.CastTo(ir.Float32, ir.Add(c(1), c(2))), "T.float32(3)"},
+		{"if_then_else fold", ir.IfElse(ir.LT(j, c(16)), ir.F32(1), ir.F32(2)), "T.float32(1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := NewAnalyzer()
+			a.BindRange(i, 0, 8)
+			a.BindRange(j, 0, 16)
+			a.BindRange(k, 0, 128)
+			got := ir.ExprString(a.Simplify(tt.in))
+			if got != tt.want {
+				t.Errorf("Simplify(%s) = %s, want %s", ir.ExprString(tt.in), got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBound(t *testing.T) {
+	v := newVars()
+	i, j, x := v.i, v.j, v.x
+	tests := []struct {
+		in   ir.Expr
+		want Bound
+	}{
+		{ir.Add(ir.Mul(i, c(16)), j), Bound{0, 127}},
+		{ir.Sub(i, i), Point(0)},
+		{ir.FloorDiv(j, c(4)), Bound{0, 3}},
+		{ir.FloorMod(ir.Add(j, c(3)), c(4)), Bound{0, 3}},
+		{ir.FloorMod(i, c(16)), Bound{0, 7}},
+		{ir.Sub(c(10), j), Bound{-5, 10}},
+		{ir.Mul(i, j), Bound{0, 105}},
+		{ir.Min(i, j), Bound{0, 7}},
+		{ir.Add(x, c(1)), Everything()},
+		{ir.FloorMod(x, c(5)), Bound{0, 4}},
+		{ir.FloorDiv(ir.Sub(i, c(3)), c(2)), Bound{-2, 2}},
+	}
+	for _, tt := range tests {
+		a := NewAnalyzer()
+		a.BindRange(i, 0, 8)
+		a.BindRange(j, 0, 16)
+		if got := a.Bound(tt.in); got != tt.want {
+			t.Errorf("Bound(%s) = %v, want %v", ir.ExprString(tt.in), got, tt.want)
+		}
+	}
+}
+
+// randExpr builds a random integer expression over vs.
+func randExpr(r *rand.Rand, vs []*ir.Var, depth int) ir.Expr {
+	if depth == 0 || r.IntN(4) == 0 {
+		if r.IntN(3) == 0 {
+			return c(int64(r.IntN(21) - 10))
+		}
+		return vs[r.IntN(len(vs))]
+	}
+	a := randExpr(r, vs, depth-1)
+	b := randExpr(r, vs, depth-1)
+	switch r.IntN(10) {
+	case 0, 1:
+		return ir.Add(a, b)
+	case 2:
+		return ir.Sub(a, b)
+	case 3:
+		return ir.Mul(a, c(int64(r.IntN(9)-4)))
+	case 4:
+		return ir.FloorDiv(a, c(int64(r.IntN(8)+1)))
+	case 5:
+		return ir.FloorMod(a, c(int64(r.IntN(8)+1)))
+	case 6:
+		return ir.Min(a, b)
+	case 7:
+		return ir.Max(a, b)
+	case 8:
+		return ir.SelectOf(ir.LT(a, b), a, b)
+	default:
+		return ir.Mul(a, b)
+	}
+}
+
+func TestSimplifyProperty(t *testing.T) {
+	r := testRand(t)
+	v := newVars()
+	vs := []*ir.Var{v.i, v.j, v.k, v.x}
+	n := 3000
+	if testing.Short() {
+		n = 500
+	}
+	for iter := 0; iter < n; iter++ {
+		e := randExpr(r, vs, 4)
+		a := NewAnalyzer()
+		ext := map[*ir.Var]int64{}
+		for _, w := range vs[:3] {
+			ext[w] = int64(r.IntN(20) + 1)
+			a.BindRange(w, 0, ext[w])
+		}
+		s := a.Simplify(e)
+		b := a.Bound(e)
+		for p := 0; p < 10; p++ {
+			env := map[*ir.Var]int64{v.x: int64(r.IntN(41) - 20)}
+			for _, w := range vs[:3] {
+				env[w] = int64(r.IntN(int(ext[w])))
+			}
+			want, err := evalInt(e, env)
+			if err != nil {
+				continue
+			}
+			got, err := evalInt(s, env)
+			if err != nil {
+				t.Fatalf("Simplify(%s) = %s, which does not evaluate: %v", ir.ExprString(e), ir.ExprString(s), err)
+			}
+			if got != want {
+				t.Fatalf("Simplify(%s) = %s: at %v got %d, want %d", ir.ExprString(e), ir.ExprString(s), envString(env), got, want)
+			}
+			if want < b.Min || want > b.Max {
+				t.Fatalf("Bound(%s) = %v, but the value at %v is %d", ir.ExprString(e), b, envString(env), want)
+			}
+		}
+	}
+}
+
+func envString(env map[*ir.Var]int64) string {
+	s := ""
+	for _, name := range []string{"i", "j", "k", "x", "y"} {
+		for v, val := range env {
+			if v.Name() == name {
+				s += " " + name + "=" + ir.ExprString(ir.Int(val))
+			}
+		}
+	}
+	return s
+}
+
+func TestEvalSetProperty(t *testing.T) {
+	r := testRand(t)
+	v := newVars()
+	vs := []*ir.Var{v.i, v.j, v.k, v.x}
+	n := 2000
+	if testing.Short() {
+		n = 300
+	}
+	for iter := 0; iter < n; iter++ {
+		e := randExpr(r, vs, 3)
+		a := NewAnalyzer()
+		// i is a symbolic outer loop; j and k are relaxed; x is free.
+		a.BindRange(v.i, 0, 8)
+		ej, ek := int64(r.IntN(8)+1), int64(r.IntN(8)+1)
+		dom := map[*ir.Var]IntSet{
+			v.j: RangeSet(0, ej),
+			v.k: IntervalSet(ir.Mul(v.i, c(ek)), ir.Add(ir.Mul(v.i, c(ek)), c(ek-1))),
+		}
+		set := a.EvalSet(e, dom)
+		for p := 0; p < 10; p++ {
+			iv := int64(r.IntN(8))
+			env := map[*ir.Var]int64{v.i: iv, v.x: int64(r.IntN(11) - 5),
+				v.j: int64(r.IntN(int(ej))), v.k: iv*ek + int64(r.IntN(int(ek)))}
+			val, err := evalInt(e, env)
+			if err != nil {
+				continue
+			}
+			if set.Min != nil {
+				lo, err := evalInt(set.Min, env)
+				if err == nil && val < lo {
+					t.Fatalf("EvalSet(%s) = %v: value %d below %d at%s", ir.ExprString(e), set, val, lo, envString(env))
+				}
+			}
+			if set.Max != nil {
+				hi, err := evalInt(set.Max, env)
+				if err == nil && val > hi {
+					t.Fatalf("EvalSet(%s) = %v: value %d above %d at%s", ir.ExprString(e), set, val, hi, envString(env))
+				}
+			}
+		}
+	}
+}
+
+func TestEvalSet(t *testing.T) {
+	v := newVars()
+	i, j := v.i, v.j
+	a := NewAnalyzer()
+	a.BindRange(i, 0, 8)
+	dom := map[*ir.Var]IntSet{j: RangeSet(0, 4)}
+	tests := []struct {
+		in   ir.Expr
+		want string
+	}{
+		{ir.Add(ir.Mul(i, c(4)), j), "[i * 4, i * 4 + 3]"},
+		{ir.Sub(i, j), "[i - 3, i]"},
+		{ir.FloorDiv(ir.Add(ir.Mul(i, c(4)), j), c(2)), "[i * 2, i * 2 + 1]"},
+		{ir.FloorMod(ir.Add(ir.Mul(i, c(4)), j), c(8)), "[i % 2 * 4, i % 2 * 4 + 3]"},
+		{ir.FloorDiv(ir.Add(ir.Mul(i, c(4)), j), c(8)), "[i // 2, i // 2]"},
+		{ir.FloorMod(ir.Add(ir.Add(ir.Mul(i, c(8)), j), c(2)), c(4)), "[0, 3]"},
+		{ir.Min(j, c(2)), "[0, 2]"},
+		{i, "[i, i]"},
+	}
+	for _, tt := range tests {
+		if got := a.EvalSet(tt.in, dom).String(); got != tt.want {
+			t.Errorf("EvalSet(%s) = %s, want %s", ir.ExprString(tt.in), got, tt.want)
+		}
+	}
+	u := a.Union(SinglePoint(i), SinglePoint(ir.Add(i, c(3))))
+	if got := u.String(); got != "[i, i + 3]" {
+		t.Errorf("Union(i, i+3) = %s, want [i, i + 3]", got)
+	}
+	x := a.Intersect(RangeSet(0, 10), IntervalSet(c(5), c(20)))
+	if got := x.String(); got != "[5, 9]" {
+		t.Errorf("Intersect([0,9], [5,20]) = %s, want [5, 9]", got)
+	}
+	if !a.IsEmpty(a.Intersect(RangeSet(0, 4), RangeSet(10, 4))) {
+		t.Errorf("IsEmpty([0,3] ∩ [10,13]) = false, want true")
+	}
+	r, _ := a.ToRange(a.EvalSet(ir.Add(ir.Mul(i, c(4)), j), dom))
+	if got := ir.ExprString(r.Min) + " " + ir.ExprString(r.Extent); got != "i * 4 4" {
+		t.Errorf("ToRange = %s, want i * 4 4", got)
+	}
+}
+
+func TestDetectIterSum(t *testing.T) {
+	f := ir.NewVar("f", ir.Int32)
+	g := ir.NewVar("g", ir.Int32)
+	a := NewAnalyzer()
+	a.BindRange(f, 0, 128)
+	a.BindRange(g, 0, 6)
+	tests := []struct {
+		in   ir.Expr
+		want string
+	}{
+		{f, "[floormod(floordiv(f, 1), 128)*1]+0"},
+		{ir.FloorDiv(f, c(16)), "[floormod(floordiv(f, 16), 8)*1]+0"},
+		{ir.FloorMod(f, c(16)), "[floormod(floordiv(f, 1), 16)*1]+0"},
+		{ir.FloorDiv(ir.FloorMod(f, c(64)), c(16)), "[floormod(floordiv(f, 16), 4)*1]+0"},
+		{ir.FloorMod(ir.FloorDiv(f, c(4)), c(8)), "[floormod(floordiv(f, 4), 8)*1]+0"},
+		{ir.Add(ir.Mul(ir.FloorDiv(f, c(16)), c(6)), g), "[floormod(floordiv(f, 16), 8)*6 floormod(floordiv(g, 1), 6)*1]+0"},
+		{ir.Add(ir.FloorDiv(g, c(4)), c(3)), "[floormod(floordiv(g, 4), 2)*1]+3"},
+	}
+	for _, tt := range tests {
+		s, ok := a.DetectIterSum(tt.in)
+		if !ok {
+			t.Errorf("DetectIterSum(%s) failed", ir.ExprString(tt.in))
+			continue
+		}
+		got := "["
+		for i, sp := range s.Splits {
+			if i > 0 {
+				got += " "
+			}
+			got += sp.String()
+		}
+		got += "]+" + ir.ExprString(ir.Int(s.Base))
+		if got != tt.want {
+			t.Errorf("DetectIterSum(%s) = %s, want %s", ir.ExprString(tt.in), got, tt.want)
+		}
+	}
+	for _, bad := range []ir.Expr{ir.Mul(f, g), ir.FloorDiv(ir.FloorMod(g, c(4)), c(3)), ir.Min(f, g)} {
+		if s, ok := a.DetectIterSum(bad); ok {
+			t.Errorf("DetectIterSum(%s) = %v, want failure", ir.ExprString(bad), s)
+		}
+	}
+}
+
+func TestDetectIterSumProperty(t *testing.T) {
+	r := testRand(t)
+	f := ir.NewVar("f", ir.Int32)
+	a := NewAnalyzer()
+	a.BindRange(f, 0, 96)
+	divs := []int64{1, 2, 3, 4, 6, 8, 12, 16, 32, 48, 96}
+	for iter := 0; iter < 300; iter++ {
+		d := divs[r.IntN(len(divs))]
+		m := divs[r.IntN(len(divs))]
+		var e ir.Expr = f
+		switch r.IntN(3) {
+		case 0:
+			e = ir.FloorDiv(ir.FloorMod(f, c(m*d)), c(d))
+		case 1:
+			e = ir.FloorMod(ir.FloorDiv(f, c(d)), c(m))
+		case 2:
+			e = ir.FloorDiv(f, c(d))
+		}
+		e = ir.Add(ir.Mul(e, c(int64(r.IntN(5)+1))), c(int64(r.IntN(5))))
+		s, ok := a.DetectIterSum(e)
+		if !ok {
+			t.Fatalf("DetectIterSum(%s) failed", ir.ExprString(e))
+		}
+		for fv := int64(0); fv < 96; fv++ {
+			want, _ := evalInt(e, map[*ir.Var]int64{f: fv})
+			got := s.Base
+			for _, sp := range s.Splits {
+				got += (fv / sp.Lower) % sp.Extent * sp.Scale
+			}
+			if got != want {
+				t.Fatalf("DetectIterSum(%s) = %v: at f=%d gives %d, want %d", ir.ExprString(e), s, fv, got, want)
+			}
+		}
+	}
+}
+
+func TestCheckAffineBinding(t *testing.T) {
+	f := ir.NewVar("f", ir.Int32)
+	i0 := ir.NewVar("i0", ir.Int32)
+	i1 := ir.NewVar("i1", ir.Int32)
+	a := NewAnalyzer()
+	a.BindRange(f, 0, 128)
+	a.BindRange(i0, 0, 4)
+	a.BindRange(i1, 0, 32)
+	tests := []struct {
+		name   string
+		values []ir.Expr
+		ok     bool
+	}{
+		{"fused", []ir.Expr{ir.FloorDiv(f, c(16)), ir.FloorMod(f, c(16))}, true},
+		{"split", []ir.Expr{ir.Add(ir.Mul(i0, c(32)), i1)}, true},
+		{"gap", []ir.Expr{ir.Add(ir.Mul(i0, c(64)), i1)}, true},
+		{"overlap within", []ir.Expr{ir.Add(ir.Mul(i0, c(16)), i1)}, false},
+		{"reuse across", []ir.Expr{f, ir.FloorMod(f, c(4))}, false},
+		{"nonlinear", []ir.Expr{ir.Mul(i0, i1)}, false},
+	}
+	for _, tt := range tests {
+		err := a.CheckAffineBinding(tt.values)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: CheckAffineBinding = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+func TestDetectLinear(t *testing.T) {
+	v := newVars()
+	a := NewAnalyzer()
+	l, ok := a.DetectLinear(ir.Add(ir.Sub(ir.Mul(v.i, c(3)), v.j), ir.Add(v.x, c(2))), []*ir.Var{v.i, v.j})
+	if !ok || l.Coeffs[0] != 3 || l.Coeffs[1] != -1 || ir.ExprString(l.Base) != "x + 2" {
+		t.Errorf("DetectLinear = %v %v %v", ok, l.Coeffs, l.Base)
+	}
+	if _, ok := a.DetectLinear(ir.FloorDiv(v.i, c(2)), []*ir.Var{v.i}); ok {
+		t.Errorf("DetectLinear(i // 2) succeeded")
+	}
+}

@@ -1,0 +1,508 @@
+package arith
+
+import (
+	"slices"
+
+	"dragonx/kernels/ir"
+)
+
+// term is coefficient*atom; an atom is any integer expression that is not a
+// sum: a variable, floordiv/floormod by a constant, min, max, a product of
+// two non-constants, a load, ...
+type term struct {
+	k int64
+	x ir.Expr
+}
+
+// sum is the canonical form of an integer expression: Σ terms + c.
+type sum struct {
+	terms []term
+	c     int64
+	t     ir.DType
+}
+
+func (s *sum) isConst() bool { return len(s.terms) == 0 }
+
+func (s *sum) addTerm(k int64, x ir.Expr) {
+	if k == 0 {
+		return
+	}
+	for i := range s.terms {
+		if ir.SameExpr(s.terms[i].x, x) {
+			s.terms[i].k += k
+			if s.terms[i].k == 0 {
+				s.terms = slices.Delete(s.terms, i, i+1)
+			}
+			return
+		}
+	}
+	s.terms = append(s.terms, term{k, x})
+}
+
+func (s *sum) addSum(o sum, k int64) {
+	for _, t := range o.terms {
+		s.addTerm(t.k*k, t.x)
+	}
+	s.c += o.c * k
+}
+
+func (s sum) scaled(k int64) sum {
+	if k == 0 {
+		return sum{t: s.t}
+	}
+	out := sum{terms: make([]term, len(s.terms)), c: s.c * k, t: s.t}
+	for i, t := range s.terms {
+		out.terms[i] = term{t.k * k, t.x}
+	}
+	return out
+}
+
+// scaleInPlace multiplies s by k, reusing its term list (which the caller
+// owns).
+func (s sum) scaleInPlace(k int64) sum {
+	if k == 0 {
+		return sum{t: s.t}
+	}
+	for i := range s.terms {
+		s.terms[i].k *= k
+	}
+	s.c *= k
+	return s
+}
+
+func (a *Analyzer) atom(x ir.Expr) sum {
+	return sum{terms: []term{{1, x}}, t: x.DType()}
+}
+
+// toSum puts an integer expression in canonical form; atoms come out
+// simplified.
+func (a *Analyzer) toSum(e ir.Expr) sum {
+	t := e.DType()
+	switch x := e.(type) {
+	case *ir.IntImm:
+		return sum{c: x.Value(), t: t}
+	case *ir.Var:
+		return sum{terms: []term{{1, x}}, t: t}
+	case *ir.Binary:
+		switch x.Op() {
+		case ir.OpAdd, ir.OpSub:
+			s := a.toSum(x.A())
+			k := int64(1)
+			if x.Op() == ir.OpSub {
+				k = -1
+			}
+			s.addSum(a.toSum(x.B()), k)
+			s.t = t
+			return s
+		case ir.OpMul:
+			// toSum's results are fresh: scale them in place.
+			sa, sb := a.toSum(x.A()), a.toSum(x.B())
+			switch {
+			case sb.isConst():
+				return sa.scaleInPlace(sb.c)
+			case sa.isConst():
+				return sb.scaleInPlace(sa.c)
+			}
+			return a.atom(ir.Mul(a.fromSum(sa), a.fromSum(sb)))
+		case ir.OpFloorDiv, ir.OpFloorMod, ir.OpDiv, ir.OpMod:
+			sa, sb := a.toSum(x.A()), a.toSum(x.B())
+			op := x.Op()
+			if sb.isConst() && sb.c > 0 && (op == ir.OpDiv || op == ir.OpMod) && a.boundSum(sa).Min >= 0 {
+				// Truncating and flooring division agree on non-negative operands.
+				if op == ir.OpDiv {
+					op = ir.OpFloorDiv
+				} else {
+					op = ir.OpFloorMod
+				}
+			}
+			if sb.isConst() && sb.c != 0 {
+				switch op {
+				case ir.OpFloorDiv:
+					return a.divSum(sa, sb.c)
+				case ir.OpFloorMod:
+					return a.modSum(sa, sb.c)
+				case ir.OpDiv:
+					if sa.isConst() {
+						return sum{c: sa.c / sb.c, t: t}
+					}
+				case ir.OpMod:
+					if sa.isConst() {
+						return sum{c: sa.c % sb.c, t: t}
+					}
+				}
+			}
+			return a.atom(ir.NewBinary(op, a.fromSum(sa), a.fromSum(sb)))
+		case ir.OpMin, ir.OpMax:
+			return a.minMax(x.Op(), a.Simplify(x.A()), a.Simplify(x.B()))
+		}
+	case *ir.Cast:
+		if x.A().DType().IsInt() {
+			inner := a.toSum(x.A())
+			if inner.isConst() {
+				return sum{c: inner.c, t: t}
+			}
+			return a.atom(ir.CastTo(t, a.fromSum(inner)))
+		}
+		v := a.simplifyOther(x)
+		if c, ok := v.(*ir.IntImm); ok {
+			return sum{c: c.Value(), t: t}
+		}
+		return a.atom(v)
+	}
+	v := a.simplifyOther(e)
+	if c, ok := v.(*ir.IntImm); ok {
+		return sum{c: c.Value(), t: t}
+	}
+	return a.atom(v)
+}
+
+// shallowSum decomposes an expression that is already simplified: only
+// sums, constant multiples, constants and variables are opened, anything
+// else is taken as an atom as it is. Re-simplifying simplified operands at
+// every level would make nested min/max exponential.
+func (a *Analyzer) shallowSum(e ir.Expr) sum {
+	t := e.DType()
+	switch x := e.(type) {
+	case *ir.IntImm:
+		return sum{c: x.Value(), t: t}
+	case *ir.Binary:
+		switch x.Op() {
+		case ir.OpAdd, ir.OpSub:
+			s := a.shallowSum(x.A())
+			k := int64(1)
+			if x.Op() == ir.OpSub {
+				k = -1
+			}
+			s.addSum(a.shallowSum(x.B()), k)
+			s.t = t
+			return s
+		case ir.OpMul:
+			if c, ok := ir.IsConstInt(x.B()); ok {
+				return a.shallowSum(x.A()).scaled(c)
+			}
+			if c, ok := ir.IsConstInt(x.A()); ok {
+				return a.shallowSum(x.B()).scaled(c)
+			}
+		}
+	}
+	return sum{terms: []term{{1, e}}, t: t}
+}
+
+// boundSimplified bounds an expression that is already simplified.
+func (a *Analyzer) boundSimplified(e ir.Expr) Bound {
+	if !e.DType().IsInt() {
+		return a.Bound(e)
+	}
+	return a.boundSum(a.shallowSum(e))
+}
+
+func (a *Analyzer) minMax(op ir.BinOp, l, r ir.Expr) sum {
+	t := l.DType()
+	ds := a.shallowSum(l)
+	ds.addSum(a.shallowSum(r), -1)
+	d := a.boundSum(ds)
+	pickLeft := op == ir.OpMin && d.Max <= 0 || op == ir.OpMax && d.Min >= 0
+	pickRight := op == ir.OpMin && d.Min >= 0 || op == ir.OpMax && d.Max <= 0
+	switch {
+	case pickLeft:
+		return a.shallowSum(l)
+	case pickRight:
+		return a.shallowSum(r)
+	}
+	s := a.atom(ir.NewBinary(op, l, r))
+	s.t = t
+	return s
+}
+
+func gcd(x, y int64) int64 {
+	if x < 0 {
+		x = -x
+	}
+	if y < 0 {
+		y = -y
+	}
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return x
+}
+
+// commonFactor is the gcd of c and every coefficient and the constant of s.
+func commonFactor(s sum, c int64) int64 {
+	g := gcd(c, s.c)
+	for _, t := range s.terms {
+		g = gcd(g, t.k)
+		if g == 1 {
+			break
+		}
+	}
+	return g
+}
+
+func (s sum) divExact(g int64) sum {
+	out := sum{terms: make([]term, len(s.terms)), c: s.c / g, t: s.t}
+	for i, t := range s.terms {
+		out.terms[i] = term{t.k / g, t.x}
+	}
+	return out
+}
+
+// divSum is the canonical form of floordiv(s, c) for a constant c != 0.
+// It uses floordiv(c*q + r, c) = q + floordiv(r, c), which holds for any
+// integer q, and removes floordiv(r, c) when r's bounds lie within one
+// multiple of c.
+func (a *Analyzer) divSum(s sum, c int64) sum {
+	if s.isConst() {
+		return sum{c: floorDiv(s.c, c), t: s.t}
+	}
+	if c < 0 {
+		return a.atom(ir.FloorDiv(a.fromSum(s), ir.IntImmOf(s.t, c)))
+	}
+	if c == 1 {
+		return s
+	}
+	if g := commonFactor(s, c); g > 1 {
+		s, c = s.divExact(g), c/g
+		if c == 1 {
+			return s
+		}
+	}
+	q := sum{t: s.t, c: floorDiv(s.c, c)}
+	r := sum{t: s.t, c: floorMod(s.c, c)}
+	for _, t := range s.terms {
+		if t.k%c == 0 {
+			q.addTerm(t.k/c, t.x)
+		} else {
+			r.addTerm(t.k, t.x)
+		}
+	}
+	if r.isConst() {
+		return q // 0 <= r.c < c
+	}
+	if b := a.boundSum(r); b.Finite() && floorDiv(b.Min, c) == floorDiv(b.Max, c) {
+		q.c += floorDiv(b.Min, c)
+		return q
+	}
+	// floordiv(floordiv(x, d), c) = floordiv(x, d*c) for positive d, c.
+	if len(r.terms) == 1 && r.terms[0].k == 1 && r.c == 0 {
+		if in, ok := r.terms[0].x.(*ir.Binary); ok && in.Op() == ir.OpFloorDiv {
+			if d, ok := ir.IsConstInt(in.B()); ok && d > 0 && d <= PosInf/c {
+				q.addSum(a.divSum(a.shallowSum(in.A()), d*c), 1)
+				return q
+			}
+		}
+	}
+	q.addTerm(1, ir.FloorDiv(a.fromSum(r), ir.IntImmOf(s.t, c)))
+	return q
+}
+
+// modSum is the canonical form of floormod(s, c) for a constant c != 0.
+func (a *Analyzer) modSum(s sum, c int64) sum {
+	if s.isConst() {
+		return sum{c: floorMod(s.c, c), t: s.t}
+	}
+	if c < 0 {
+		return a.atom(ir.FloorMod(a.fromSum(s), ir.IntImmOf(s.t, c)))
+	}
+	if c == 1 {
+		return sum{t: s.t}
+	}
+	// Multiples of c do not change the remainder.
+	r := sum{t: s.t, c: floorMod(s.c, c)}
+	for _, t := range s.terms {
+		r.addTerm(floorMod(t.k, c), t.x)
+	}
+	if r.isConst() {
+		return r
+	}
+	// floormod(g*x, g*c) = g*floormod(x, c).
+	if g := commonFactor(r, c); g > 1 {
+		return a.modSum(r.divExact(g), c/g).scaled(g)
+	}
+	if b := a.boundSum(r); b.Finite() && floorDiv(b.Min, c) == floorDiv(b.Max, c) {
+		r.c -= c * floorDiv(b.Min, c)
+		return r
+	}
+	// floormod(floormod(x, d), c) = floormod(x, c) when c divides d.
+	if len(r.terms) == 1 && r.terms[0].k == 1 && r.c == 0 {
+		if in, ok := r.terms[0].x.(*ir.Binary); ok && in.Op() == ir.OpFloorMod {
+			if d, ok := ir.IsConstInt(in.B()); ok && d > 0 && d%c == 0 {
+				return a.modSum(a.shallowSum(in.A()), c)
+			}
+		}
+	}
+	return a.atom(ir.FloorMod(a.fromSum(r), ir.IntImmOf(s.t, c)))
+}
+
+func hasFloorMod(ts []term) bool {
+	for _, t := range ts {
+		if m, ok := t.x.(*ir.Binary); ok && m.Op() == ir.OpFloorMod {
+			return true
+		}
+	}
+	return false
+}
+
+// fuseDivMod rewrites floordiv(x, c)*c*k + floormod(x, c)*k into x*k.
+func (a *Analyzer) fuseDivMod(s *sum) {
+	for i := 0; i < len(s.terms); i++ {
+		m, ok := s.terms[i].x.(*ir.Binary)
+		if !ok || m.Op() != ir.OpFloorMod {
+			continue
+		}
+		c, ok := ir.IsConstInt(m.B())
+		if !ok || c <= 0 {
+			continue
+		}
+		k := s.terms[i].k
+		for j := range s.terms {
+			d, ok := s.terms[j].x.(*ir.Binary)
+			if !ok || d.Op() != ir.OpFloorDiv || s.terms[j].k != k*c {
+				continue
+			}
+			if dc, ok := ir.IsConstInt(d.B()); !ok || dc != c || !ir.SameExpr(d.A(), m.A()) {
+				continue
+			}
+			x := m.A()
+			hi, lo := max(i, j), min(i, j)
+			s.terms = slices.Delete(s.terms, hi, hi+1)
+			s.terms = slices.Delete(s.terms, lo, lo+1)
+			s.addSum(a.shallowSum(x), k)
+			i = -1 // start over: the sum changed
+			break
+		}
+	}
+}
+
+// fromSum builds the expression of a canonical sum: terms with positive
+// coefficients first, by decreasing coefficient (ties in order of first
+// appearance), then the negative ones subtracted, then the constant.
+func (a *Analyzer) fromSum(s sum) ir.Expr {
+	if len(s.terms) == 0 {
+		if s.t == ir.Invalid {
+			return ir.Int(s.c)
+		}
+		return ir.IntImmOf(s.t, s.c)
+	}
+	// Work on a copy: callers may keep using s. Most sums are short and
+	// have no floormod to fuse; those are sorted in a stack buffer.
+	var buf [8]term
+	var terms []term
+	if len(s.terms) <= len(buf) && !hasFloorMod(s.terms) {
+		n := copy(buf[:], s.terms)
+		terms = buf[:n]
+	} else {
+		s.terms = slices.Clone(s.terms)
+		a.fuseDivMod(&s)
+		terms = s.terms
+	}
+	t := s.t
+	if t == ir.Invalid {
+		t = ir.Int32
+	}
+	if len(terms) == 0 {
+		return ir.IntImmOf(t, s.c)
+	}
+	// Stable insertion sort by decreasing coefficient.
+	for i := 1; i < len(terms); i++ {
+		for j := i; j > 0 && terms[j].k > terms[j-1].k; j-- {
+			terms[j], terms[j-1] = terms[j-1], terms[j]
+		}
+	}
+	mul := func(x ir.Expr, k int64) ir.Expr {
+		if k == 1 {
+			return x
+		}
+		return ir.NewBinary(ir.OpMul, x, ir.IntImmOf(t, k))
+	}
+	var e ir.Expr
+	c := s.c
+	for _, tm := range terms {
+		switch {
+		case e == nil && tm.k > 0:
+			e = mul(tm.x, tm.k)
+		case e == nil && c > 0:
+			e = ir.NewBinary(ir.OpSub, ir.IntImmOf(t, c), mul(tm.x, -tm.k))
+			c = 0
+		case e == nil:
+			e = mul(tm.x, tm.k)
+		case tm.k > 0:
+			e = ir.NewBinary(ir.OpAdd, e, mul(tm.x, tm.k))
+		default:
+			e = ir.NewBinary(ir.OpSub, e, mul(tm.x, -tm.k))
+		}
+	}
+	switch {
+	case c > 0:
+		e = ir.NewBinary(ir.OpAdd, e, ir.IntImmOf(t, c))
+	case c < 0:
+		e = ir.NewBinary(ir.OpSub, e, ir.IntImmOf(t, -c))
+	}
+	return e
+}
+
+// boundSum bounds a canonical sum.
+func (a *Analyzer) boundSum(s sum) Bound {
+	b := Point(s.c)
+	for _, t := range s.terms {
+		b = boundAdd(b, boundScale(a.boundAtom(t.x), t.k))
+		if b.Min == NegInf && b.Max == PosInf {
+			break
+		}
+	}
+	return b
+}
+
+// boundAtom bounds an atom of a canonical sum.
+func (a *Analyzer) boundAtom(e ir.Expr) Bound {
+	switch x := e.(type) {
+	case *ir.IntImm:
+		return Point(x.Value())
+	case *ir.Var:
+		if b, ok := a.bounds[x]; ok {
+			return b
+		}
+		return Everything()
+	case *ir.Binary:
+		switch x.Op() {
+		case ir.OpAdd, ir.OpSub:
+			return a.boundSum(a.shallowSum(x))
+		case ir.OpMul:
+			return boundMul(a.boundSimplified(x.A()), a.boundSimplified(x.B()))
+		case ir.OpFloorDiv:
+			return boundFloorDiv(a.boundSimplified(x.A()), a.boundSimplified(x.B()))
+		case ir.OpFloorMod:
+			return boundFloorMod(a.boundSimplified(x.A()), a.boundSimplified(x.B()))
+		case ir.OpDiv:
+			return boundTruncDiv(a.boundSimplified(x.A()), a.boundSimplified(x.B()))
+		case ir.OpMod:
+			return boundTruncMod(a.boundSimplified(x.A()), a.boundSimplified(x.B()))
+		case ir.OpMin:
+			l, r := a.boundSimplified(x.A()), a.boundSimplified(x.B())
+			return Bound{min(l.Min, r.Min), min(l.Max, r.Max)}
+		case ir.OpMax:
+			l, r := a.boundSimplified(x.A()), a.boundSimplified(x.B())
+			return Bound{max(l.Min, r.Min), max(l.Max, r.Max)}
+		}
+	case *ir.Select:
+		return a.boundSimplified(x.True()).Union(a.boundSimplified(x.False()))
+	case *ir.Call:
+		if x.Op() == ir.CallIfThenElse {
+			return a.boundSimplified(x.Args()[1]).Union(a.boundSimplified(x.Args()[2]))
+		}
+	case *ir.Cast:
+		t := x.DType()
+		if x.A().DType().IsInt() || x.A().DType().IsBool() {
+			in := a.boundSimplified(x.A())
+			if dt := dtypeBound(t, t != ir.UInt8); dt.Contains(in) {
+				return in
+			}
+		}
+		return dtypeBound(t, t != ir.UInt8)
+	}
+	t := e.DType()
+	if t.IsBool() {
+		return Bound{0, 1}
+	}
+	return dtypeBound(t, t != ir.UInt8)
+}

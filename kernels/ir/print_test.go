@@ -1,0 +1,81 @@
+package ir_test
+
+import (
+	"testing"
+
+	"dragonx/kernels/ir"
+)
+
+func TestExprString(t *testing.T) {
+	i, j := ir.NewVar("i", ir.Int32), ir.NewVar("j", ir.Int32)
+	f := ir.NewVar("f", ir.Float32)
+	A := ir.NewBuffer("A", ir.Float32, []int64{4, 4}, "")
+	S := ir.NewBuffer("S", ir.Float32, nil, "")
+	c := ir.Int
+	tests := []struct {
+		e    ir.Expr
+		want string
+	}{
+		{ir.Add(ir.Mul(i, c(4)), j), "i * 4 + j"},
+		{ir.Mul(ir.Add(i, c(4)), j), "(i + 4) * j"},
+		{ir.Sub(i, ir.Sub(j, c(1))), "i - (j - 1)"},
+		{ir.Sub(ir.Sub(i, j), c(1)), "i - j - 1"},
+		{ir.Add(i, ir.Add(j, c(1))), "i + (j + 1)"},
+		{ir.FloorDiv(ir.FloorMod(i, c(64)), c(16)), "i % 64 // 16"},
+		{ir.FloorMod(ir.FloorDiv(i, c(4)), c(8)), "i // 4 % 8"},
+		{ir.Mul(i, c(-1)), "i * -1"},
+		{ir.Div(i, c(2)), "T.truncdiv(i, 2)"},
+		{ir.Mod(i, c(2)), "T.truncmod(i, 2)"},
+		{ir.Div(f, ir.F32(2)), "f / T.float32(2)"},
+		{ir.Min(i, ir.Max(j, c(0))), "T.min(i, T.max(j, 0))"},
+		{ir.And(ir.LE(c(3), i), ir.LT(i, c(227)), ir.LE(c(3), j)), "3 <= i and i < 227 and 3 <= j"},
+		{ir.Or(ir.And(ir.LT(i, j), ir.LT(j, c(3))), ir.EQ(i, c(0))), "i < j and j < 3 or i == 0"},
+		{ir.And(ir.Or(ir.LT(i, j), ir.LT(j, c(3))), ir.EQ(i, c(0))), "(i < j or j < 3) and i == 0"},
+		{ir.NotOf(ir.LT(i, j)), "not i < j"},
+		{ir.EQ(ir.LT(i, j), ir.True()), "(i < j) == T.bool(True)"},
+		{ir.IfElse(ir.LT(i, c(3)), ir.Load(A, i, j), ir.F32(0)), "T.if_then_else(i < 3, A[i, j], T.float32(0))"},
+		{ir.SelectOf(ir.LT(i, c(3)), f, ir.F32(0.5)), "T.Select(i < 3, f, T.float32(0.5))"},
+		{ir.CastTo(ir.Float32, i), `T.Cast("float32", i)`},
+		{ir.Exp(ir.Sub(f, ir.F32(1e-5))), "T.exp(f - T.float32(1e-05))"},
+		{ir.F32(-3.4028234663852886e+38), "T.float32(-3.4028234663852886e+38)"},
+		{ir.F32(0.11180339723346898), "T.float32(0.11180339723346898)"},
+		{ir.IntImmOf(ir.Int64, 5), "T.int64(5)"},
+		{ir.Load(S), "S[()]"},
+		{ir.Pow(f, ir.F32(2)), "T.pow(f, T.float32(2))"},
+	}
+	for _, tt := range tests {
+		if got := ir.ExprString(tt.e); got != tt.want {
+			t.Errorf("ExprString = %s, want %s", got, tt.want)
+		}
+	}
+}
+
+func TestScriptForms(t *testing.T) {
+	// Loop kinds, annotations, predicates, non-trivial bindings, duplicate
+	// names, statement-level if, non-float32 and scoped buffers.
+	A := ir.NewBuffer("A", ir.Float32, []int64{100}, "")
+	B := ir.NewBuffer("A", ir.Float32, []int64{100}, "") // same name: printed A_1
+	idx := ir.NewBuffer("idx", ir.Int32, []int64{4}, "")
+	sh := ir.NewBuffer("A_shared", ir.Float16, []int64{100}, "shared")
+	i0, i1 := ir.NewVar("i_0", ir.Int32), ir.NewVar("i_1", ir.Int32)
+	v := ir.NewVar("v", ir.Int32)
+	fused := ir.Add(ir.Mul(i0, ir.Int(32)), i1)
+	blk := &ir.Block{
+		Name:     "B",
+		IterVars: []ir.IterVar{{Var: v, Dom: ir.Dom{Min: 0, Extent: 100}}},
+		Reads:    []ir.BufferRegion{{Buffer: A, Region: []ir.Range{ir.RangeOf(0, 100)}}},
+		Writes:   []ir.BufferRegion{ir.PointRegion(B, v)},
+		Body: &ir.IfThenElse{
+			Cond: ir.LT(v, ir.Int(50)),
+			Then: ir.Store(B, ir.Load(A, v), v),
+			Else: ir.Store(B, ir.F32(0), v),
+		},
+	}
+	inner := &ir.For{Var: i1, Extent: 32, Kind: ir.Vectorized,
+		Body: &ir.BlockRealize{IterValues: []ir.Expr{fused}, Predicate: ir.LT(fused, ir.Int(100)), Block: blk}}
+	outer := &ir.For{Var: i0, Extent: 4, Kind: ir.Unrolled, Body: inner}
+	outer.Annotations.Set("pragma_auto_unroll_max_step", ir.AnnInt(64))
+	p := &ir.For{Var: ir.NewVar("t", ir.Int32), Extent: 2, Kind: ir.ThreadBinding, Thread: "threadIdx.x", Body: outer}
+	f := ir.NewPrimFunc("main", []*ir.Buffer{A, B, idx}, []*ir.Buffer{sh}, p)
+	golden(t, "script_forms", f.Script())
+}

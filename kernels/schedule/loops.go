@@ -1,0 +1,377 @@
+package schedule
+
+import (
+	"strconv"
+	"strings"
+
+	"dragonx/kernels/ir"
+)
+
+// Infer is the split factor TVM writes None: the one factor computed from
+// the loop extent and the others (ceil(extent / product)).
+const Infer int64 = -1
+
+// Split splits loop l into len(factors) nested loops, outermost first
+// (TVM's split). At most one factor may be Infer; the others must be
+// positive. Without Infer, the product of the factors must be at least the
+// extent; when it is larger (an imperfect split), or when the inferred
+// factor does not divide the extent, each block under the loop gets the
+// predicate that keeps it inside the original range, unless
+// disablePredication is set. preserveUnitIters keeps unit loops in the
+// block bindings. The loop must have no annotation and no thread binding.
+func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePredication bool) ([]LoopRV, error) {
+	const prim = "Split"
+	loop, lp, err := s.loopContext(prim, l)
+	if err != nil {
+		return nil, err
+	}
+	if len(factors) == 0 {
+		return nil, s.errorf(prim, "no factors given for %v", l)
+	}
+	if len(loop.Annotations) > 0 || loop.Kind == ir.ThreadBinding {
+		return nil, s.errorf(prim, "%v has an annotation or a thread binding, so it cannot be split", l)
+	}
+	infer := -1
+	prod := int64(1)
+	for i, f := range factors {
+		switch {
+		case f == Infer:
+			if infer >= 0 {
+				return nil, s.errorf(prim, "only one factor may be None (factors %d and %d are)", infer, i)
+			}
+			infer = i
+		case f <= 0:
+			return nil, s.errorf(prim, "factor %d is %d, but factors must be positive", i, f)
+		default:
+			if prod > (1<<62)/f {
+				return nil, s.errorf(prim, "the product of the factors overflows")
+			}
+			prod *= f
+		}
+	}
+	fs := append([]int64(nil), factors...)
+	if infer >= 0 {
+		fs[infer] = (loop.Extent + prod - 1) / prod
+		prod *= fs[infer]
+	} else if prod < loop.Extent {
+		return nil, s.errorf(prim, "the product of the factors %v is %d, smaller than the extent %d of %v", factors, prod, loop.Extent, l)
+	}
+
+	// Step 1. New loop variables and the value that replaces the old one:
+	// ((v0 * f1 + v1) * f2 + v2) ...
+	vars := make([]*ir.Var, len(fs))
+	var value ir.Expr
+	for i := range fs {
+		vars[i] = ir.NewVar(loop.Var.Name()+"_"+strconv.Itoa(i), loop.Var.DType())
+		if value == nil {
+			value = vars[i]
+		} else {
+			value = ir.Add(ir.Mul(value, ir.IntImmOf(loop.Var.DType(), fs[i])), vars[i])
+		}
+	}
+	body := loop.Body
+	marks := markBindings(body, []*ir.Var{loop.Var})
+	substituteLoopVars(body, map[*ir.Var]ir.Expr{loop.Var: value})
+
+	// Step 2. The predicate of an imperfect split, on the blocks directly
+	// under the loop.
+	if !disablePredication && prod != loop.Extent {
+		a := s.analyzer()
+		for i, v := range vars {
+			a.track(v, 0, fs[i])
+		}
+		pred := a.Simplify(ir.LT(value, ir.IntImmOf(loop.Var.DType(), loop.Extent)))
+		s.release(a)
+		if !ir.IsTrue(pred) {
+			for _, r := range childRealizes(body) {
+				r.Predicate = andPred(r.Predicate, pred)
+			}
+		}
+	}
+
+	// Step 3. The loop nest.
+	newLoops := make([]*ir.For, len(fs))
+	inner := body
+	for i := len(fs) - 1; i >= 0; i-- {
+		newLoops[i] = &ir.For{Var: vars[i], Extent: fs[i], Body: inner}
+		inner = newLoops[i]
+	}
+	replaceIn(parentOf(lp.path, loop), loop, newLoops[0])
+	s.simplifyBindings(newLoops[0], lp.outer, marks, preserveUnitIters)
+
+	out := make([]LoopRV, len(newLoops))
+	for i, nl := range newLoops {
+		out[i] = s.newLoopRV(nl)
+	}
+	return out, s.done(prim)
+}
+
+// Fuse fuses a chain of nested loops, outermost first, into one (TVM's
+// fuse): each loop after the first must be the only statement in the body
+// of the one before, and none may carry an annotation or a thread binding.
+// The fused loop is named after the loops (i_j_fused).
+func (s *Schedule) Fuse(ls []LoopRV, preserveUnitIters bool) (LoopRV, error) {
+	const prim = "Fuse"
+	if len(ls) == 0 {
+		return LoopRV{}, s.errorf(prim, "no loops to fuse")
+	}
+	loops := make([]*ir.For, len(ls))
+	for i, rv := range ls {
+		l, err := s.loop(prim, rv)
+		if err != nil {
+			return LoopRV{}, err
+		}
+		if len(l.Annotations) > 0 || l.Kind == ir.ThreadBinding {
+			return LoopRV{}, s.errorf(prim, "%v has an annotation or a thread binding, so it cannot be fused", rv)
+		}
+		for j := 0; j < i; j++ {
+			if loops[j] == l {
+				return LoopRV{}, s.errorf(prim, "%v appears twice", rv)
+			}
+		}
+		loops[i] = l
+	}
+	lp, _ := s.locateLoop(loops[0])
+	for i := 1; i < len(loops); i++ {
+		outer, inner := loops[i-1], loops[i]
+		ip, _ := s.locateLoop(inner)
+		if len(ip.outer) == 0 || ip.outer[len(ip.outer)-1] != outer {
+			return LoopRV{}, s.errorf(prim, "%v is not directly inside %v, so they cannot be fused (fuse takes adjacent nested loops, outermost first)", ls[i], ls[i-1])
+		}
+		if outer.Body != ir.Stmt(inner) {
+			return LoopRV{}, s.errorf(prim, "%v is not the only statement in the body of %v, so they cannot be fused", ls[i], ls[i-1])
+		}
+	}
+
+	var name strings.Builder
+	name.WriteString(loops[0].Var.Name())
+	extent := int64(1)
+	for i, l := range loops {
+		if i > 0 {
+			name.WriteString("_" + l.Var.Name())
+		}
+		if extent > (1<<62)/l.Extent {
+			return LoopRV{}, s.errorf(prim, "the fused extent overflows")
+		}
+		extent *= l.Extent
+	}
+	name.WriteString("_fused")
+	fv := ir.NewVar(name.String(), ir.LoopVarType(extent))
+	t := fv.DType()
+	sub := make(map[*ir.Var]ir.Expr, len(loops))
+	lower := int64(1)
+	for i := len(loops) - 1; i >= 0; i-- {
+		l := loops[i]
+		var v ir.Expr
+		// TVM's floordiv(floormod(f, lower*extent), lower), without the
+		// parts that are identities (they simplify away anyway).
+		switch {
+		case l.Extent == 1:
+			v = ir.IntImmOf(l.Var.DType(), 0)
+		case i == 0 && lower == 1:
+			v = fv
+		case i == 0:
+			v = ir.FloorDiv(fv, ir.IntImmOf(t, lower))
+		case lower == 1:
+			v = ir.FloorMod(fv, ir.IntImmOf(t, l.Extent))
+		default:
+			v = ir.FloorDiv(ir.FloorMod(fv, ir.IntImmOf(t, lower*l.Extent)), ir.IntImmOf(t, lower))
+		}
+		sub[l.Var] = ir.CastTo(l.Var.DType(), v)
+		lower *= l.Extent
+	}
+	body := loops[len(loops)-1].Body
+	old := make([]*ir.Var, len(loops))
+	for i, l := range loops {
+		old[i] = l.Var
+	}
+	marks := markBindings(body, old)
+	substituteLoopVars(body, sub)
+	fused := &ir.For{Var: fv, Extent: extent, Body: body}
+	replaceIn(parentOf(lp.path, loops[0]), loops[0], fused)
+	s.simplifyBindings(fused, lp.outer, marks, preserveUnitIters)
+	return s.newLoopRV(fused), s.done(prim)
+}
+
+// Reorder reorders loops that lie on one chain of nested loops (each the
+// only statement of its parent between the outermost and the innermost
+// given) into the given order; loops of the chain that are not given keep
+// their places. The blocks under the loops must have only data-parallel
+// and reduction iter vars, and affine bindings.
+func (s *Schedule) Reorder(ls []LoopRV) error {
+	const prim = "Reorder"
+	if len(ls) <= 1 {
+		for _, rv := range ls {
+			if _, err := s.loop(prim, rv); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	loops := make([]*ir.For, len(ls))
+	set := make(map[*ir.For]bool, len(ls))
+	for i, rv := range ls {
+		l, err := s.loop(prim, rv)
+		if err != nil {
+			return err
+		}
+		if set[l] {
+			return s.errorf(prim, "%v appears more than once", rv)
+		}
+		set[l] = true
+		loops[i] = l
+	}
+	// The deepest loop's path must hold all the others, with no block in
+	// between.
+	var deepest []ir.Stmt
+	for _, l := range loops {
+		p := s.pathTo(l)
+		if len(p) > len(deepest) {
+			deepest = p
+		}
+	}
+	topIdx, bottomIdx, found := -1, -1, 0
+	for i, x := range deepest {
+		if f, ok := x.(*ir.For); ok && set[f] {
+			if topIdx < 0 {
+				topIdx = i
+			}
+			bottomIdx = i
+			found++
+		}
+	}
+	if found != len(loops) {
+		return s.errorf(prim, "the loops are not nested in one another, so they cannot be reordered (they must lie on one chain of loops)")
+	}
+	chain := make([]*ir.For, 0, bottomIdx-topIdx+1)
+	for i := topIdx; i <= bottomIdx; i++ {
+		f, ok := deepest[i].(*ir.For)
+		if !ok {
+			if _, isBlock := deepest[i].(*ir.Block); isBlock {
+				return s.errorf(prim, "the loops are not under the same block scope (block %q lies between them)", deepest[i].(*ir.Block).Name)
+			}
+			return s.errorf(prim, "the loops are not a chain: a statement other than a loop lies between them")
+		}
+		if len(chain) > 0 && chain[len(chain)-1].Body != ir.Stmt(f) {
+			return s.errorf(prim, "the loops are not a chain: loop %s holds more than one statement", chain[len(chain)-1].Var.Name())
+		}
+		chain = append(chain, f)
+	}
+	bottom := chain[len(chain)-1]
+	// Blocks under the loops: S/R iter vars and affine bindings.
+	outer := loopsAbove(deepest, topIdx)
+	if err := s.checkReorderBlocks(prim, bottom, append(outer, chain...)); err != nil {
+		return err
+	}
+	if err := s.checkReductionOrder(prim, ls, loops, bottom); err != nil {
+		return err
+	}
+	// Relink the chain in the new order.
+	next := 0
+	order := make([]*ir.For, len(chain))
+	for i, f := range chain {
+		if set[f] {
+			order[i] = loops[next]
+			next++
+		} else {
+			order[i] = f
+		}
+	}
+	tail := bottom.Body
+	parent := deepest[topIdx-1]
+	for i := 0; i < len(order)-1; i++ {
+		order[i].Body = order[i+1]
+	}
+	order[len(order)-1].Body = tail
+	replaceIn(parent, chain[0], order[0])
+	return s.done(prim)
+}
+
+// loopsAbove returns the loops of path above index i, up to the nearest
+// block, outermost first.
+func loopsAbove(path []ir.Stmt, i int) []*ir.For {
+	var out []*ir.For
+	for j := i - 1; j >= 0; j-- {
+		switch x := path[j].(type) {
+		case *ir.For:
+			out = append(out, x)
+		case *ir.Block:
+			j = -1
+		}
+	}
+	for l, r := 0, len(out)-1; l < r; l, r = l+1, r-1 {
+		out[l], out[r] = out[r], out[l]
+	}
+	return out
+}
+
+// checkReductionOrder refuses to reorder a loop that feeds both a spatial
+// and a reduction iter var of a block with an init (a fused spatial and
+// reduction loop): the reordered loops could then reach an output element
+// first with a reduction index other than the initial one, so the init
+// would reset a partial sum. This is a reorder across a reduction
+// dependence; TVM does not check it.
+func (s *Schedule) checkReductionOrder(prim string, ls []LoopRV, loops []*ir.For, bottom *ir.For) error {
+	for _, r := range realizesUnder(bottom.Body) {
+		b := r.Block
+		if b.Init == nil {
+			continue
+		}
+		for i, l := range loops {
+			uses := func(x *ir.Var) bool { return x == l.Var }
+			var spatial, reduce string
+			for k, iv := range b.IterVars {
+				if k >= len(r.IterValues) || !ir.UsesVar(r.IterValues[k], uses) {
+					continue
+				}
+				switch iv.Kind {
+				case ir.Spatial:
+					spatial = iv.Var.Name()
+				case ir.Reduce:
+					reduce = iv.Var.Name()
+				}
+			}
+			if spatial != "" && reduce != "" {
+				return s.errorf(prim, "reorder across a reduction dependence: %v feeds both the spatial iter var %s and the reduction iter var %s of block %q, so a new order could update an element before its init", ls[i], spatial, reduce, b.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// checkReorderBlocks checks the blocks directly under bottom (not nested
+// in other blocks): every iter var is data-parallel or reduction, and the
+// bindings are affine in the loops (TVM's BlockPropertyError and partial
+// affine binding check).
+func (s *Schedule) checkReorderBlocks(prim string, bottom *ir.For, loops []*ir.For) error {
+	var err error
+	var walk func(x ir.Stmt, ls []*ir.For)
+	walk = func(x ir.Stmt, ls []*ir.For) {
+		if err != nil {
+			return
+		}
+		switch x := x.(type) {
+		case *ir.For:
+			walk(x.Body, append(ls, x))
+		case *ir.SeqStmt:
+			for _, c := range x.Stmts {
+				walk(c, ls)
+			}
+		case *ir.IfThenElse:
+			walk(x.Then, ls)
+			walk(x.Else, ls)
+		case *ir.BlockRealize:
+			for _, iv := range x.Block.IterVars {
+				if iv.Kind != ir.Spatial && iv.Kind != ir.Reduce {
+					err = s.errorf(prim, "block %q under the loops has iter var %s of kind %s: reordering can only be proven safe for data-parallel and reduction iter vars (an opaque iter var may carry a dependence across iterations)", x.Block.Name, iv.Var.Name(), iv.Kind)
+					return
+				}
+			}
+			if e := s.affineBindingProblem(x, ls); e != nil {
+				err = s.errorf(prim, "block %q under the loops does not have an affine binding: %v", x.Block.Name, e)
+			}
+		}
+	}
+	walk(bottom.Body, loops)
+	return err
+}

@@ -1,0 +1,209 @@
+package schedule
+
+import (
+	"slices"
+
+	"dragonx/kernels/arith"
+	"dragonx/kernels/ir"
+)
+
+// markBindings records which iter values of the BlockRealizes under s use
+// one of vars (the loop variables a Split or Fuse is about to replace).
+// Only the realizes directly under s (not inside a block) can: a block's
+// body never sees the loops around the block.
+func markBindings(s ir.Stmt, vars []*ir.Var) map[*ir.BlockRealize][]bool {
+	marks := map[*ir.BlockRealize][]bool{}
+	uses := func(v *ir.Var) bool { return slices.Contains(vars, v) }
+	for _, r := range childRealizes(s) {
+		var m []bool
+		for i, v := range r.IterValues {
+			if ir.UsesVar(v, uses) {
+				if m == nil {
+					m = make([]bool, len(r.IterValues))
+				}
+				m[i] = true
+			}
+		}
+		if m != nil {
+			marks[r] = m
+		}
+	}
+	return marks
+}
+
+// substituteLoopVars replaces loop variables in the statements under s that
+// can see them: the bindings and predicates of the realizes directly under
+// s, and conditions outside blocks (not the blocks' bodies, which never
+// see the loops around them).
+func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr) {
+	switch x := s.(type) {
+	case *ir.For:
+		substituteLoopVars(x.Body, m)
+	case *ir.SeqStmt:
+		for _, c := range x.Stmts {
+			substituteLoopVars(c, m)
+		}
+	case *ir.IfThenElse:
+		x.Cond = ir.SubstituteMap(x.Cond, m)
+		substituteLoopVars(x.Then, m)
+		substituteLoopVars(x.Else, m)
+	case *ir.BlockRealize:
+		for i, v := range x.IterValues {
+			x.IterValues[i] = ir.SubstituteMap(v, m)
+		}
+		if x.Predicate != nil {
+			x.Predicate = ir.SubstituteMap(x.Predicate, m)
+		}
+	case *ir.BufferStore:
+		ir.SubstituteStmt(x, m)
+	}
+}
+
+// simplifyBindings simplifies the marked iter values (see markBindings)
+// of the BlockRealizes under s, knowing the ranges of the loops above s
+// (outer) and of those met on the way down: what TVM's
+// IterMapSimplifyBlockBinding does after Split and Fuse. With preserveUnit
+// false, variables of unit loops are replaced by 0 first (TVM's
+// simplify_trivial_iterators); with true they stay, so that a unit tile
+// still shows in the bindings as TVM keeps it.
+func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks map[*ir.BlockRealize][]bool, preserveUnit bool) {
+	la := sch.analyzer()
+	defer sch.release(la)
+	a := la.Analyzer
+	var unit map[*ir.Var]ir.Expr
+	bind := func(l *ir.For) {
+		la.track(l.Var, 0, l.Extent)
+		if !preserveUnit && l.Extent == 1 {
+			if unit == nil {
+				unit = map[*ir.Var]ir.Expr{}
+			}
+			unit[l.Var] = ir.IntImmOf(l.Var.DType(), 0)
+		}
+	}
+	for _, l := range outer {
+		bind(l)
+	}
+	var walk func(x ir.Stmt)
+	walk = func(x ir.Stmt) {
+		switch x := x.(type) {
+		case *ir.For:
+			bind(x)
+			walk(x.Body)
+		case *ir.SeqStmt:
+			for _, c := range x.Stmts {
+				walk(c)
+			}
+		case *ir.IfThenElse:
+			walk(x.Then)
+			walk(x.Else)
+		case *ir.BlockRealize:
+			m := marks[x]
+			for i, v := range x.IterValues {
+				if m == nil || !m[i] {
+					continue
+				}
+				if unit != nil {
+					v = ir.SubstituteMap(v, unit)
+				}
+				x.IterValues[i] = a.Simplify(v)
+			}
+		}
+	}
+	walk(s)
+}
+
+// loopAnalyzer returns an analyzer that knows the ranges of loops, and the
+// substitution of the unit ones by 0: TVM's analyzer binds a variable of
+// extent 1 to its only value, which is how a unit tile vanishes from the
+// regions and bindings that compute-at and cache stages derive.
+//
+// Analyzers are reused from a pool of the schedule (an analyzer's map is
+// most of what a primitive would otherwise allocate): get one with
+// Schedule.analyzer, return it with Schedule.release.
+type loopAnalyzer struct {
+	*arith.Analyzer
+	unit  map[*ir.Var]ir.Expr
+	bound []*ir.Var
+	dom   map[*ir.Var]arith.IntSet // scratch for region relaxation
+}
+
+// analyzer returns a clean analyzer from the pool.
+func (s *Schedule) analyzer() *loopAnalyzer {
+	if n := len(s.pool); n > 0 {
+		la := s.pool[n-1]
+		s.pool = s.pool[:n-1]
+		return la
+	}
+	return &loopAnalyzer{
+		Analyzer: arith.NewAnalyzer(),
+		unit:     make(map[*ir.Var]ir.Expr, 8),
+		dom:      make(map[*ir.Var]arith.IntSet, 16),
+	}
+}
+
+// release forgets everything la was told and returns it to the pool.
+func (s *Schedule) release(la *loopAnalyzer) {
+	for _, v := range la.bound {
+		la.Unbind(v)
+	}
+	la.bound = la.bound[:0]
+	clear(la.unit)
+	clear(la.dom)
+	s.pool = append(s.pool, la)
+}
+
+// track binds v to [min, min+extent) and remembers to unbind it.
+func (la *loopAnalyzer) track(v *ir.Var, min, extent int64) {
+	la.BindRange(v, min, extent)
+	la.bound = append(la.bound, v)
+}
+
+func (la *loopAnalyzer) bindLoops(loops ...[]*ir.For) {
+	for _, ls := range loops {
+		for _, l := range ls {
+			la.bindLoop(l)
+		}
+	}
+}
+
+func (la *loopAnalyzer) bindLoop(l *ir.For) { la.bindVar(l.Var, l.Extent) }
+
+func (la *loopAnalyzer) bindVar(v *ir.Var, extent int64) {
+	la.track(v, 0, extent)
+	if extent == 1 {
+		la.unit[v] = ir.IntImmOf(v.DType(), 0)
+	}
+}
+
+// simplify substitutes the unit variables and simplifies.
+func (la *loopAnalyzer) simplify(e ir.Expr) ir.Expr {
+	if len(la.unit) > 0 {
+		e = ir.SubstituteMap(e, la.unit)
+	}
+	return la.Simplify(e)
+}
+
+func (la *loopAnalyzer) canProve(e ir.Expr) bool {
+	if len(la.unit) > 0 {
+		e = ir.SubstituteMap(e, la.unit)
+	}
+	return la.CanProve(e)
+}
+
+func (la *loopAnalyzer) canProveEqual(x, y ir.Expr) bool {
+	if len(la.unit) > 0 {
+		x, y = ir.SubstituteMap(x, la.unit), ir.SubstituteMap(y, la.unit)
+	}
+	return la.CanProveEqual(x, y)
+}
+
+// andPred returns p && q, where a nil or true p is dropped.
+func andPred(p, q ir.Expr) ir.Expr {
+	if ir.IsTrue(p) {
+		return q
+	}
+	if ir.IsTrue(q) {
+		return p
+	}
+	return ir.And(p, q)
+}

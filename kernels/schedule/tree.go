@@ -1,0 +1,270 @@
+package schedule
+
+import (
+	"slices"
+
+	"dragonx/kernels/ir"
+)
+
+// The schedule keeps no parent map: the trees it works on are small (a
+// few hundred statements at most), so finding a statement's ancestors by a
+// walk from the root costs less than keeping an index consistent through
+// every in-place edit, and it is always right.
+
+// pathTo returns the ancestors of target from the root BlockRealize down
+// to target itself (included), or nil when target is not in f. The result
+// is freshly allocated, of exactly its length.
+func (s *Schedule) pathTo(target ir.Stmt) []ir.Stmt {
+	s.path = s.path[:0]
+	if findPath(s.f.Body, target, &s.path) {
+		return slices.Clone(s.path)
+	}
+	return nil
+}
+
+func findPath(s, target ir.Stmt, stack *[]ir.Stmt) bool {
+	if s == nil {
+		return false
+	}
+	*stack = append(*stack, s)
+	if s == target {
+		return true
+	}
+	switch x := s.(type) {
+	case *ir.For:
+		if findPath(x.Body, target, stack) {
+			return true
+		}
+	case *ir.BlockRealize:
+		if findPath(x.Block, target, stack) {
+			return true
+		}
+	case *ir.Block:
+		if findPath(x.Init, target, stack) || findPath(x.Body, target, stack) {
+			return true
+		}
+	case *ir.SeqStmt:
+		for _, c := range x.Stmts {
+			if findPath(c, target, stack) {
+				return true
+			}
+		}
+	case *ir.IfThenElse:
+		if findPath(x.Then, target, stack) || findPath(x.Else, target, stack) {
+			return true
+		}
+	}
+	*stack = (*stack)[:len(*stack)-1]
+	return false
+}
+
+// contains reports whether s is in f.
+func contains(f *ir.PrimFunc, s ir.Stmt) bool {
+	found := false
+	ir.WalkStmt(f.Body, func(x ir.Stmt) bool {
+		if found {
+			return false
+		}
+		if x == s {
+			found = true
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// blockPath describes where a block sits: its realize, the loops between
+// it and its scope block (outermost first), the scope block, and the full
+// path from the root.
+type blockPath struct {
+	path    []ir.Stmt // root realize ... realize, block
+	realize *ir.BlockRealize
+	scope   *ir.Block // nil for the root block
+	loops   []*ir.For
+}
+
+func (s *Schedule) locateBlock(b *ir.Block) (blockPath, bool) {
+	p := s.pathTo(b)
+	if p == nil {
+		return blockPath{}, false
+	}
+	bp := blockPath{path: p, loops: make([]*ir.For, 0, len(p))}
+	if len(p) >= 2 {
+		bp.realize, _ = p[len(p)-2].(*ir.BlockRealize)
+	}
+	for i := len(p) - 3; i >= 0; i-- {
+		switch x := p[i].(type) {
+		case *ir.For:
+			bp.loops = append(bp.loops, x)
+		case *ir.Block:
+			bp.scope = x
+			i = -1
+		}
+	}
+	slices.Reverse(bp.loops)
+	return bp, true
+}
+
+// loopPath describes where a loop sits: its ancestors up to its scope
+// block.
+type loopPath struct {
+	path  []ir.Stmt // root realize ... loop
+	scope *ir.Block
+	outer []*ir.For // the loops above it up to the scope, outermost first
+}
+
+func (s *Schedule) locateLoop(l *ir.For) (loopPath, bool) {
+	p := s.pathTo(l)
+	if p == nil {
+		return loopPath{}, false
+	}
+	lp := loopPath{path: p}
+	for i := len(p) - 2; i >= 0; i-- {
+		switch x := p[i].(type) {
+		case *ir.For:
+			lp.outer = append(lp.outer, x)
+		case *ir.Block:
+			lp.scope = x
+			i = -1
+		}
+	}
+	slices.Reverse(lp.outer)
+	return lp, true
+}
+
+// parentOf returns the statement holding s in path (the element before s).
+func parentOf(path []ir.Stmt, s ir.Stmt) ir.Stmt {
+	for i, x := range path {
+		if x == s && i > 0 {
+			return path[i-1]
+		}
+	}
+	return nil
+}
+
+// replaceIn puts new in place of old inside parent. new may be nil only
+// when parent is a SeqStmt (old is then removed); the caller collapses a
+// sequence left with one statement (see removeFromSeq).
+func replaceIn(parent, old, new ir.Stmt) {
+	switch x := parent.(type) {
+	case *ir.For:
+		x.Body = new
+	case *ir.BlockRealize:
+		x.Block = new.(*ir.Block)
+	case *ir.Block:
+		if x.Init == old {
+			x.Init = new
+		} else {
+			x.Body = new
+		}
+	case *ir.IfThenElse:
+		if x.Then == old {
+			x.Then = new
+		} else {
+			x.Else = new
+		}
+	case *ir.SeqStmt:
+		i := slices.Index(x.Stmts, old)
+		if i < 0 {
+			panic("kernels: replaceIn: statement not in its sequence")
+		}
+		if new == nil {
+			x.Stmts = slices.Delete(slices.Clone(x.Stmts), i, i+1)
+		} else {
+			x.Stmts = slices.Clone(x.Stmts)
+			x.Stmts[i] = new
+		}
+	default:
+		panic("kernels: replaceIn: unknown parent")
+	}
+}
+
+// removeSubtree removes top (an element of path, which ends below it) from
+// the tree: top's parent must be a SeqStmt. A sequence left with one
+// statement is replaced by that statement.
+func removeSubtree(path []ir.Stmt, top ir.Stmt) {
+	seqIdx := slices.Index(path, top) - 1
+	seq := path[seqIdx].(*ir.SeqStmt)
+	replaceIn(seq, top, nil)
+	if len(seq.Stmts) == 1 {
+		replaceIn(path[seqIdx-1], seq, seq.Stmts[0])
+	}
+}
+
+// removalPlan finds what to cut to remove block b (TVM's
+// LeafBlockRemovalPlan): b's realize together with the loops above it that
+// hold nothing else. The top of that chain must sit in a SeqStmt;
+// otherwise b is the only statement of its scope and cannot be removed.
+// It returns the top statement, or nil.
+func removalPlan(bp blockPath) ir.Stmt {
+	var top ir.Stmt = bp.realize
+	for i := len(bp.path) - 3; i >= 0; i-- {
+		switch x := bp.path[i].(type) {
+		case *ir.For:
+			top = x
+			continue
+		case *ir.SeqStmt:
+			return top
+		}
+		return nil
+	}
+	return nil
+}
+
+// bodyList returns the statements of a loop or block body: the elements of
+// a SeqStmt, or the statement itself.
+func bodyList(s ir.Stmt) []ir.Stmt {
+	if q, ok := s.(*ir.SeqStmt); ok {
+		return q.Stmts
+	}
+	if s == nil {
+		return nil
+	}
+	return []ir.Stmt{s}
+}
+
+// insertAt returns body with stage inserted at position pos of its
+// statement list, as a new SeqStmt (nested sequences flattened).
+func insertAt(body ir.Stmt, pos int, stage ir.Stmt) ir.Stmt {
+	list := bodyList(body)
+	out := make([]ir.Stmt, 0, len(list)+1)
+	out = append(out, list[:pos]...)
+	out = append(out, stage)
+	out = append(out, list[pos:]...)
+	return ir.Seq(out...)
+}
+
+// childRealizes returns the BlockRealizes directly in s, in program order,
+// without entering blocks: s itself when it is one; for a Block, those of
+// its body.
+func childRealizes(s ir.Stmt) []*ir.BlockRealize {
+	switch x := s.(type) {
+	case *ir.BlockRealize:
+		return []*ir.BlockRealize{x}
+	case *ir.Block:
+		s = x.Body
+	}
+	var out []*ir.BlockRealize
+	ir.WalkStmt(s, func(c ir.Stmt) bool {
+		if r, ok := c.(*ir.BlockRealize); ok {
+			out = append(out, r)
+			return false
+		}
+		return true
+	})
+	return out
+}
+
+// realizesUnder returns every BlockRealize under s (s itself included),
+// nested ones too, in program order.
+func realizesUnder(s ir.Stmt) []*ir.BlockRealize {
+	var out []*ir.BlockRealize
+	ir.WalkStmt(s, func(x ir.Stmt) bool {
+		if r, ok := x.(*ir.BlockRealize); ok {
+			out = append(out, r)
+		}
+		return true
+	})
+	return out
+}

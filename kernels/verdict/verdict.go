@@ -1,0 +1,106 @@
+// Package verdict is the machine-readable outcome of checking a schedule
+// (a MetaSchedule trace) against a workload: how far it got through the
+// phases of the pipeline and, if it stopped, where and why. The CLI prints
+// it (dragonx kernel apply --json), and the stages that score schedules by
+// the thousand (harvest, RL, bench) record it.
+//
+// # Phases
+//
+// A schedule goes through the phases in this order; the verdict names the
+// last one reached: the phase that failed, or the last that passed.
+//
+//	workload  the workload spec is read and built
+//	parse     the trace's JSON is read (kernels/trace.Parse)
+//	replay    the trace is applied to the workload (kernels/trace.Replay)
+//
+// Later work appends phases after replay (in this order: postproc, verify,
+// numeric, latency) with their own fields, so a consumer must accept
+// phases and fields it does not know. Every field added later must be
+// optional (omitempty), and the five fields below never change meaning.
+package verdict
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"dragonx/kernels/ir"
+	"dragonx/kernels/trace"
+)
+
+// Phase is a step of checking a schedule.
+type Phase string
+
+// The phases, in order.
+const (
+	PhaseWorkload Phase = "workload"
+	PhaseParse    Phase = "parse"
+	PhaseReplay   Phase = "replay"
+)
+
+// Verdict is the outcome. The JSON field order is fixed: ok, phase, inst,
+// error, ir_hash, then the optional fields.
+type Verdict struct {
+	// OK is true when every phase run passed.
+	OK bool `json:"ok"`
+	// Phase is the last phase reached.
+	Phase Phase `json:"phase"`
+	// Inst is the index of the instruction at fault, -1 when none is.
+	Inst int `json:"inst"`
+	// Error says what failed ("" when OK).
+	Error string `json:"error"`
+	// IRHash is the structural hash of the scheduled function (ir.Hash,
+	// 16 hex digits, ir.HashVersion), "" when replay did not finish.
+	IRHash string `json:"ir_hash"`
+
+	// Kind is the kind of the instruction at fault.
+	Kind string `json:"kind,omitempty"`
+	// Insts is the number of instructions applied.
+	Insts int `json:"insts,omitempty"`
+	// Repairs lists the decisions a repairing replay changed.
+	Repairs []string `json:"repairs,omitempty"`
+	// HashVersion is ir.HashVersion when IRHash is set.
+	HashVersion int `json:"hash_version,omitempty"`
+}
+
+// Fail returns a failed verdict of phase p.
+func Fail(p Phase, err error) *Verdict {
+	v := &Verdict{Phase: p, Inst: -1, Error: err.Error()}
+	var re *trace.Error
+	if errors.As(err, &re) {
+		v.Inst, v.Kind = re.Inst, re.Kind
+	}
+	return v
+}
+
+// FromReplay returns the verdict of a replay: the session and the error
+// Replay returned.
+func FromReplay(s *trace.Session, err error) *Verdict {
+	var v *Verdict
+	if err != nil {
+		v = Fail(PhaseReplay, err)
+	} else {
+		v = &Verdict{OK: true, Phase: PhaseReplay, Inst: -1}
+		v.IRHash = Hash(s.Func())
+		v.HashVersion = ir.HashVersion
+	}
+	if s != nil {
+		v.Insts = len(s.Trace().Insts)
+		for _, r := range s.Repairs() {
+			v.Repairs = append(v.Repairs, r.String())
+		}
+	}
+	return v
+}
+
+// Hash is the IRHash of f.
+func Hash(f *ir.PrimFunc) string { return fmt.Sprintf("%016x", ir.Hash(f)) }
+
+// JSON returns the verdict as one line of JSON.
+func (v *Verdict) JSON() []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("kernels: verdict does not marshal: " + err.Error())
+	}
+	return b
+}

@@ -1,0 +1,69 @@
+//go:build torch
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"dragonx/dragon"
+)
+
+func TestDragonUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"dragon"}, exitUsage, "missing subcommand"},
+		{[]string{"dragon", "train"}, exitUsage, `unknown subcommand "train"`},
+		{[]string{"dragon", "bench", "-x"}, exitUsage, "not defined: -x"},
+		{[]string{"dragon", "bench", "extra"}, exitUsage, "no arguments"},
+		{[]string{"dragon", "bench", "-threads", "0"}, exitUsage, "-threads 0"},
+	}
+	for _, tt := range tests {
+		code, _, stderr := runCLI(tt.args...)
+		if code != tt.code || !strings.Contains(stderr, tt.err) {
+			t.Errorf("dragonx %s: exit %d, stderr %q; want exit %d and %q", strings.Join(tt.args, " "), code, stderr, tt.code, tt.err)
+		}
+	}
+	if code, stdout, _ := runCLI("help", "dragon"); code != exitOK || !strings.Contains(stdout, "EXIT STATUS") {
+		t.Errorf("dragonx help dragon: exit %d, %q", code, stdout)
+	}
+}
+
+// TestBenchJSONShape pins the JSON of dragon bench --json to the shape the
+// issue gives: exactly these keys.
+func TestBenchJSONShape(t *testing.T) {
+	r := &dragon.BenchReport{
+		SgemmPeakGFLOPS: 150,
+		Train:           []dragon.BenchTrain{{Params: 6515200, TokensPerS: 2400, GFLOPS: 100, MFU: 0.66, SeqLen: 256}},
+		Sample:          dragon.BenchSample{KVTokensPerS: 300, NoKVTokensPerS: 20, New: 256},
+	}
+	var buf bytes.Buffer
+	if err := writeBenchJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"sgemm_peak_gflops": 150.0,
+		"train":             []any{map[string]any{"params": 6515200.0, "tokens_per_s": 2400.0, "gflops": 100.0, "mfu": 0.66}},
+		"sample":            map[string]any{"kv_tokens_per_s": 300.0, "nokv_tokens_per_s": 20.0},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("bench JSON = %s; want the shape %v", buf.Bytes(), want)
+	}
+	var table bytes.Buffer
+	writeBenchTable(&table, r)
+	for _, s := range []string{"OPENBLAS_CORETYPE=", "threads=", "MFU", "66.0%", "speed-up", "15.0x"} {
+		if !strings.Contains(table.String(), s) {
+			t.Errorf("bench table lacks %q:\n%s", s, table.String())
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package dragon
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// SampleOptions control Model.Sample. The zero value samples greedily until
+// the context is full.
+type SampleOptions struct {
+	// MaxNew is the most tokens generated per sequence; 0 means until the
+	// context is full (prompt and output together may be one token longer
+	// than the context: the last token is not read back).
+	MaxNew int `hcl:"max_new,optional" json:"max_new"`
+	// Temperature divides the logits before sampling; 0 means greedy
+	// (always the most likely allowed token).
+	Temperature float64 `hcl:"temperature,optional" json:"temperature"`
+	// TopK keeps only the K most likely tokens; 0 keeps all.
+	TopK int `hcl:"top_k,optional" json:"top_k"`
+	// TopP keeps the smallest set of most likely tokens whose probability
+	// reaches TopP (nucleus sampling); 0 or 1 keeps all.
+	TopP float64 `hcl:"top_p,optional" json:"top_p"`
+	// Stop lists tokens that end a sequence; the stop token is included in
+	// the output.
+	Stop []int `hcl:"stop,optional" json:"stop"`
+	// Seed drives the sampling; the same seed, model and options give the
+	// same samples.
+	Seed int64 `hcl:"seed,optional" json:"seed"`
+	// Constraint, when set, is asked before each token which tokens the
+	// sequence may continue with (e.g. what a grammar allows).
+	Constraint Constraint `json:"-"`
+	// NoCache recomputes the whole context for every token instead of using
+	// the KV cache. It is slower and gives the same results; it exists to
+	// check and measure the cache.
+	NoCache bool `json:"-"`
+}
+
+// Constraint is called before each token of a sequence is chosen. row is the
+// sequence's index in the batch, generated the tokens it generated so far,
+// and allow has one entry per vocabulary token, all true on entry; the
+// constraint clears the entries of forbidden tokens. Clearing every entry is
+// an error. It runs in the goroutine that called Sample, between decoding
+// steps, once per unfinished row and step.
+type Constraint func(row int, generated []int, allow []bool)
+
+// Sample is one generated sequence.
+type Sample struct {
+	// Tokens are the generated tokens (not the prompt), ending with the
+	// stop token when one ended the sequence.
+	Tokens []int `json:"tokens"`
+	// LogProbs[i] is log p(Tokens[i]) under the model's own distribution
+	// (temperature 1, before top-k, top-p or the constraint), the quantity
+	// policy-gradient training compares with a teacher-forced forward pass.
+	LogProbs []float32 `json:"logprobs"`
+	// Stopped says a stop token ended the sequence (rather than MaxNew or
+	// the context).
+	Stopped bool `json:"stopped"`
+}
+
+// Validate reports every problem of o, each as a *FieldError, joined.
+func (o SampleOptions) Validate(vocab int) error {
+	var errs []error
+	check := func(ok bool, field, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fieldErr(field, format, args...))
+		}
+	}
+	check(o.MaxNew >= 0, "max_new", "%d is negative", o.MaxNew)
+	check(o.Temperature >= 0 && !math.IsInf(o.Temperature, 0), "temperature", "%v is not a non-negative number", o.Temperature)
+	check(o.TopK >= 0, "top_k", "%d is negative", o.TopK)
+	check(o.TopP >= 0 && o.TopP <= 1, "top_p", "%v is not in [0, 1]", o.TopP)
+	for _, s := range o.Stop {
+		check(s >= 0 && s < vocab, "stop", "token %d is outside the vocabulary of %d", s, vocab)
+	}
+	return errors.Join(errs...)
+}
+
+// picker chooses tokens from logits on the Go side: the logits of a step
+// are copied out once ([B, V] floats, small next to the model's work) and
+// everything else (masking, filtering, sampling, log-probabilities) happens
+// here, deterministically for a seed.
+type picker struct {
+	opts  SampleOptions
+	rng   *rand.Rand
+	allow []bool
+	cand  []int
+	prob  []float64
+}
+
+func newPicker(opts SampleOptions, vocab int) *picker {
+	return &picker{
+		opts:  opts,
+		rng:   rand.New(rand.NewPCG(uint64(opts.Seed), 0x73616d70)),
+		allow: make([]bool, vocab),
+		cand:  make([]int, 0, vocab),
+		prob:  make([]float64, 0, vocab),
+	}
+}
+
+// pick chooses the next token of row from its logits and returns it with its
+// log-probability under the unfiltered distribution.
+func (p *picker) pick(row int, generated []int, logits []float32) (int, float32, error) {
+	// Log-softmax of the raw logits, for the returned log-probability.
+	maxl := math.Inf(-1)
+	for _, l := range logits {
+		maxl = max(maxl, float64(l))
+	}
+	if math.IsNaN(maxl) || math.IsInf(maxl, 0) {
+		return 0, 0, fmt.Errorf("dragon: sampling row %d: logits are not finite", row)
+	}
+	var z float64
+	for _, l := range logits {
+		z += math.Exp(float64(l) - maxl)
+	}
+	lse := maxl + math.Log(z)
+
+	p.cand = p.cand[:0]
+	if p.opts.Constraint != nil {
+		for i := range p.allow {
+			p.allow[i] = true
+		}
+		p.opts.Constraint(row, generated, p.allow)
+		for i, ok := range p.allow {
+			if ok {
+				p.cand = append(p.cand, i)
+			}
+		}
+		if len(p.cand) == 0 {
+			return 0, 0, fmt.Errorf("dragon: sampling row %d: the constraint forbids every token after %d generated", row, len(generated))
+		}
+	} else {
+		for i := range logits {
+			p.cand = append(p.cand, i)
+		}
+	}
+	tok := p.choose(logits)
+	return tok, float32(float64(logits[tok]) - lse), nil
+}
+
+// choose picks among p.cand: greedy, or sampled after temperature, top-k and
+// top-p. Ties go to the lower token id.
+func (p *picker) choose(logits []float32) int {
+	if p.opts.Temperature == 0 {
+		best := p.cand[0]
+		for _, c := range p.cand[1:] {
+			if logits[c] > logits[best] {
+				best = c
+			}
+		}
+		return best
+	}
+	cand := p.cand
+	if k := p.opts.TopK; (k > 0 && k < len(cand)) || (p.opts.TopP > 0 && p.opts.TopP < 1) {
+		// Most likely first; equal logits by id, so the order is total.
+		slices.SortFunc(cand, func(a, b int) int {
+			switch {
+			case logits[a] > logits[b]:
+				return -1
+			case logits[a] < logits[b]:
+				return 1
+			}
+			return a - b
+		})
+		if k > 0 && k < len(cand) {
+			cand = cand[:k]
+		}
+	}
+	inv := 1 / p.opts.Temperature
+	maxl := math.Inf(-1)
+	for _, c := range cand {
+		maxl = max(maxl, float64(logits[c])*inv)
+	}
+	p.prob = p.prob[:0]
+	var z float64
+	for _, c := range cand {
+		e := math.Exp(float64(logits[c])*inv - maxl)
+		p.prob = append(p.prob, e)
+		z += e
+	}
+	if tp := p.opts.TopP; tp > 0 && tp < 1 {
+		// cand is sorted by decreasing probability: keep the shortest
+		// prefix whose mass reaches tp.
+		var cum float64
+		for i, e := range p.prob {
+			cum += e / z
+			if cum >= tp {
+				cand, p.prob = cand[:i+1], p.prob[:i+1]
+				break
+			}
+		}
+		z = 0
+		for _, e := range p.prob {
+			z += e
+		}
+	}
+	u := p.rng.Float64() * z
+	for i, e := range p.prob {
+		u -= e
+		if u < 0 {
+			return cand[i]
+		}
+	}
+	return cand[len(cand)-1]
+}

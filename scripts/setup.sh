@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the project needs (tests and `make run`).
 #   libtorch-dev, libopenblas0-openmp: the little dragon (gotch on libtorch, fast BLAS)
+#   g++: cgo compiles gotch's C++ bindings and dragonx's libtorch shim
 #   nginx: the remote-cache tests run a real WebDAV server on 127.0.0.1
-pkgs=(libtorch-dev libopenblas0-openmp nginx)
+pkgs=(libtorch-dev libopenblas0-openmp g++ nginx)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -23,14 +24,38 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
+  # The tests start their own nginx (127.0.0.1, a free port, their own
+  # configuration, stopped by its PID); a system nginx is not wanted.
+  # Debian's package starts one on port 80 when installed (and fails to
+  # install if the port is taken), so the install runs with a policy-rc.d
+  # that forbids starting services (unless the machine has one already), and
+  # the service is disabled and stopped afterwards.
+  new_nginx=
+  [[ " ${missing[*]} " == *" nginx "* ]] && new_nginx=1
+  policy=/usr/sbin/policy-rc.d
+  if [ -n "$new_nginx" ] && [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# written by dragonx scripts/setup.sh for the time of one install\nexit 101\n' > "$policy"
+    chmod 755 "$policy"
+    trap 'rm -f "$policy"' EXIT
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ -n "$new_nginx" ]; then
+    if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+      systemctl disable --now nginx >/dev/null 2>&1 || true
+    else
+      update-rc.d nginx disable >/dev/null 2>&1 || true
+      [ -s /run/nginx.pid ] && nginx -s quit >/dev/null 2>&1 || true
+    fi
+  fi
+fi
+
+# The gotch compatibility copy that go.mod's replace points to. It comes
+# first: until it exists, go.mod's replace names a missing directory and
+# `go mod download` fails.
+if [ -x scripts/gotch-compat.sh ]; then
+  scripts/gotch-compat.sh
 fi
 
 # Go modules (the proxy is the only network here).
 go mod download
-
-# The gotch compatibility copy that go.mod's replace points to.
-if [ -x scripts/gotch-compat.sh ]; then
-  scripts/gotch-compat.sh
-fi

@@ -4,5 +4,9 @@ package main
 
 // buildFeatures says which optional parts this binary was built with.
 func buildFeatures() []string {
-	return []string{"libtorch: no (built without the torch tag; the dragon commands are unavailable; `make build` enables them)"}
+	p, err := findTorchBinary(nil)
+	if err != nil {
+		return []string{"libtorch: not linked; " + torchBinary + " not found (the dragon commands are unavailable; `make build` makes it)"}
+	}
+	return []string{"libtorch: not linked; the dragon commands run in " + p}
 }

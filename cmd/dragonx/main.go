@@ -59,7 +59,10 @@ type command struct {
 // commands lists every subcommand in help order.
 func commands() []*command {
 	return []*command{
+		cmdRun, cmdPlan, cmdStatus, cmdGraph, cmdShow, cmdCache,
+		cmdKernel,
 		cmdVersion,
+		cmdDragon,
 	}
 }
 
@@ -113,8 +116,8 @@ func dispatch(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
 			if c := lookup(args[1]); c != nil {
-				printCommandHelp(e.stdout, c)
-				return exitOK
+				// The command prints its help, with its flags, for -h.
+				return exitCode(e, c, c.run(ctx, e, []string{"-h"}), ctx)
 			}
 			fmt.Fprintf(e.stderr, "dragonx: unknown command %q\n", args[1])
 			return exitUsage
@@ -140,6 +143,10 @@ func exitCode(e *env, c *command, err error, ctx context.Context) int {
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		printCommandHelp(e.stdout, c)
+		var he *helpError
+		if errors.As(err, &he) && he.flags != "" {
+			fmt.Fprintf(e.stdout, "\n%s", he.flags)
+		}
 		return exitOK
 	}
 	var ue *usageError
@@ -199,10 +206,16 @@ func printCommandHelp(w io.Writer, c *command) {
 	fmt.Fprintf(w, "\n%s", exitStatusHelp)
 }
 
-// newFlagSet returns a flag set for c that reports errors instead of exiting
-// and prints nothing itself (the dispatcher prints usage).
-func newFlagSet(c *command) *flag.FlagSet {
-	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+// helpError is flag.ErrHelp carrying the command's flags for the help text.
+type helpError struct{ flags string }
+
+func (h *helpError) Error() string        { return flag.ErrHelp.Error() }
+func (h *helpError) Is(target error) bool { return target == flag.ErrHelp }
+
+// newFlagSet returns a flag set for the named command that reports errors
+// instead of exiting and prints nothing itself (the dispatcher prints usage).
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	return fs
@@ -215,7 +228,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+				return nil, &helpError{flags: flagDefaults(fs)}
 			}
 			return nil, usagef("%v", err)
 		}

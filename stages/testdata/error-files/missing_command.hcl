@@ -1,0 +1,4 @@
+stage "gen" { # ERROR: Missing required argument
+  kind    = "exec"
+  outputs = { x = "x" }
+}

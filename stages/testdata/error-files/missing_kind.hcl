@@ -1,0 +1,3 @@
+stage "gen" { # ERROR: Missing required argument
+  command = "true"
+}

@@ -1,0 +1,4 @@
+stage "gen" {
+  kind = "exec"
+  command = "true" "false" # ERROR: Missing newline after argument
+}

@@ -1,0 +1,5 @@
+stage "gen" {
+  kind    = "exec"
+  command = "true"
+  outptus = { x = "x" } # ERROR: Unsupported argument
+}

@@ -1,0 +1,4 @@
+stage "gen" {
+  kind    = "exce" # ERROR: Unknown stage kind
+  command = "true"
+}

@@ -4,49 +4,12 @@ import (
 	"context"
 	"io"
 	"os"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"dragonx/cache"
+	"dragonx/cache/cachetest"
 )
-
-// heapPeak samples the live heap until stop is called and returns its
-// peak above the level at the start.
-func heapPeak() (stop func() uint64) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	var peak uint64
-	var mu sync.Mutex
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				mu.Lock()
-				if ms.HeapAlloc > base && ms.HeapAlloc-base > peak {
-					peak = ms.HeapAlloc - base
-				}
-				mu.Unlock()
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		mu.Lock()
-		defer mu.Unlock()
-		return peak
-	}
-}
 
 // TestLargeBlobStreams stores and reads back a blob far larger than the
 // heap it may use: PutBlob and OpenBlob must stream. It uses 128 MiB;
@@ -62,7 +25,7 @@ func TestLargeBlobStreams(t *testing.T) {
 	const limit = 48 << 20 // a few chunks in flight, Badger's memtable, slack
 	ctx := context.Background()
 	s := openBadger(t, cache.Options{})
-	stop := heapPeak()
+	stop := cachetest.HeapPeak()
 	start := time.Now()
 	d, n, err := s.PutBlob(ctx, &uniqueReader{n: size, seed: 7})
 	put := time.Since(start)
@@ -75,7 +38,7 @@ func TestLargeBlobStreams(t *testing.T) {
 		t.Fatalf("PutBlob of %d MiB grew the heap by %d MiB, want at most %d: it does not stream", size>>20, peak>>20, limit>>20)
 	}
 
-	stop = heapPeak()
+	stop = cachetest.HeapPeak()
 	start = time.Now()
 	rc, _, err := s.OpenBlob(ctx, d)
 	if err != nil {

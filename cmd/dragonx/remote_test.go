@@ -13,12 +13,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"dragonx/cache/cachetest"
 	"dragonx/internal/nginxtest"
 )
 
@@ -627,42 +627,6 @@ func TestRemoteSlow(t *testing.T) {
 	}
 }
 
-// heapPeak samples the live heap until stop is called and returns its peak
-// above the level at the start.
-func heapPeak() (stop func() uint64) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	var peak uint64
-	var mu sync.Mutex
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				mu.Lock()
-				if ms.HeapAlloc > base && ms.HeapAlloc-base > peak {
-					peak = ms.HeapAlloc - base
-				}
-				mu.Unlock()
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		mu.Lock()
-		defer mu.Unlock()
-		return peak
-	}
-}
-
 // TestRemoteLargeArtifact streams one large output to nginx and back into
 // a second cache with the heap bounded far below its size. make test uses
 // 128 MiB (10-30 s here, the disk being the limit); DRAGONX_REMOTE_HEAVY=1
@@ -685,7 +649,7 @@ stage "big" {
 }
 `, size)
 	tm := newTeam(t, exp)
-	stop := heapPeak()
+	stop := cachetest.HeapPeak()
 	start := time.Now()
 	r := tm.dx("A", nil, "run", "-json", "-remote", s.URL, "-push", tm.exp)
 	push := time.Since(start)
@@ -701,7 +665,7 @@ stage "big" {
 		t.Fatalf("the server holds %v, %v; want %d bytes", info, err, size)
 	}
 
-	stop = heapPeak()
+	stop = cachetest.HeapPeak()
 	start = time.Now()
 	r = tm.dx("B", nil, "run", "-json", "-remote", s.URL, tm.exp)
 	pull := time.Since(start)

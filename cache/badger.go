@@ -715,15 +715,7 @@ func (s *Badger) Blobs(ctx context.Context, fn func(d Digest, size int64) error)
 	if err != nil {
 		return wrapErr("listing blobs", err)
 	}
-	for _, e := range es {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(e.d, e.size); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(ctx, es, func(e entry) error { return fn(e.d, e.size) })
 }
 
 // iterate calls fn for every item under prefix in one read transaction.
@@ -837,15 +829,7 @@ func (s *Badger) Manifests(ctx context.Context, fn func(*Manifest) error) error 
 	if err != nil {
 		return wrapErr("listing manifests", err)
 	}
-	for _, m := range ms {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(m); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(ctx, ms, fn)
 }
 
 // ManifestKeys implements Store, in key order.
@@ -862,15 +846,7 @@ func (s *Badger) ManifestKeys(ctx context.Context, fn func(Key) error) error {
 	if err != nil {
 		return wrapErr("listing manifests", err)
 	}
-	for _, k := range ks {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(ctx, ks, fn)
 }
 
 // TouchManifest implements Store.

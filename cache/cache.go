@@ -281,3 +281,18 @@ func (m *Manifest) clone() *Manifest {
 	}
 	return &c
 }
+
+// each calls fn on every element of xs in order, stopping at the first
+// error or when ctx is done. Store listings collect under a lock or read
+// transaction, then call back through each, outside it.
+func each[T any](ctx context.Context, xs []T, fn func(T) error) error {
+	for _, x := range xs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(x); err != nil {
+			return err
+		}
+	}
+	return nil
+}

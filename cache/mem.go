@@ -126,15 +126,7 @@ func (s *Mem) Blobs(ctx context.Context, fn func(d Digest, size int64) error) er
 	}
 	s.mu.RUnlock()
 	sort.Slice(es, func(i, j int) bool { return bytes.Compare(es[i].d[:], es[j].d[:]) < 0 })
-	for _, e := range es {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(e.d, e.size); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(ctx, es, func(e entry) error { return fn(e.d, e.size) })
 }
 
 // GetManifest implements Store.
@@ -210,15 +202,7 @@ func (s *Mem) Manifests(ctx context.Context, fn func(*Manifest) error) error {
 		}
 	}
 	s.mu.RUnlock()
-	for _, m := range ms {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(m); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(ctx, ms, fn)
 }
 
 // ManifestKeys implements Store, in key order.
@@ -230,15 +214,7 @@ func (s *Mem) ManifestKeys(ctx context.Context, fn func(Key) error) error {
 	}
 	ks := s.sortedKeys()
 	s.mu.RUnlock()
-	for _, k := range ks {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(ctx, ks, fn)
 }
 
 // TouchManifest implements Store.

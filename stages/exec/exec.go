@@ -83,36 +83,25 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	s := &Stage{addr: dc.Addr, env: map[string]string{}, killGrace: 5 * time.Second}
 	var cmdVal, inVal, outVal, envVal cty.Value = cty.NilVal, cty.NilVal, cty.NilVal, cty.NilVal
 
-	if a, ok := content.Attributes["command"]; ok {
-		v, d := a.Expr.Value(dc.Eval)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			cmdVal = v
-			diags = append(diags, s.decodeCommand(a, v)...)
+	for _, at := range []struct {
+		name   string
+		val    *cty.Value
+		decode func(*hcl.Attribute, cty.Value) hcl.Diagnostics
+	}{
+		{"command", &cmdVal, s.decodeCommand},
+		{"inputs", &inVal, s.decodeInputs},
+		{"outputs", &outVal, s.decodeOutputs},
+		{"env", &envVal, s.decodeEnv},
+	} {
+		a, ok := content.Attributes[at.name]
+		if !ok {
+			continue
 		}
-	}
-	if a, ok := content.Attributes["inputs"]; ok {
 		v, d := a.Expr.Value(dc.Eval)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
-			inVal = v
-			diags = append(diags, s.decodeInputs(a, v)...)
-		}
-	}
-	if a, ok := content.Attributes["outputs"]; ok {
-		v, d := a.Expr.Value(dc.Eval)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			outVal = v
-			diags = append(diags, s.decodeOutputs(a, v)...)
-		}
-	}
-	if a, ok := content.Attributes["env"]; ok {
-		v, d := a.Expr.Value(dc.Eval)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			envVal = v
-			diags = append(diags, s.decodeEnv(a, v)...)
+			*at.val = v
+			diags = append(diags, at.decode(a, v)...)
 		}
 	}
 	diags = append(diags, s.checkPaths(content)...)

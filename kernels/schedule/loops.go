@@ -223,13 +223,14 @@ func (s *Schedule) Reorder(ls []LoopRV) error {
 	}
 	// The deepest loop's path must hold all the others, with no block in
 	// between.
-	var deepest []ir.Stmt
+	var deepestLoop *ir.For
+	depth := 0
 	for _, l := range loops {
-		p := s.pathTo(l)
-		if len(p) > len(deepest) {
-			deepest = p
+		if s.findPath(l) && len(s.path) > depth {
+			deepestLoop, depth = l, len(s.path)
 		}
 	}
+	deepest := s.pathTo(deepestLoop)
 	topIdx, bottomIdx, found := -1, -1, 0
 	for i, x := range deepest {
 		if f, ok := x.(*ir.For); ok && set[f] {

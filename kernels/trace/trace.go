@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -63,7 +64,9 @@ func parseFast(data []byte) (*Trace, bool) {
 		p.space()
 		return p.pos < len(p.data) && p.data[p.pos] == c
 	}
-	t := &Trace{Insts: make([]Inst, 0, 64)}
+	// Every instruction ends with "]]" (its outputs, then itself): their
+	// count bounds the number of instructions, closely.
+	t := &Trace{Insts: make([]Inst, 0, bytes.Count(data, []byte("]]")))}
 	if !expect('[') || !expect('[') {
 		return nil, false
 	}

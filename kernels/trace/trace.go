@@ -272,6 +272,18 @@ func (t *Trace) Decision(i int) (Value, bool) {
 	return Value{}, false
 }
 
+// decisionOf returns the decision of instruction i in place (nil if none),
+// as Decision finds it, without copying it; the pointer is valid until the
+// decisions change.
+func (t *Trace) decisionOf(i int) *Value {
+	for k := range t.Decisions {
+		if t.Decisions[k].Index == i {
+			return &t.Decisions[k].Value
+		}
+	}
+	return nil
+}
+
 // SetDecision sets (or replaces) the decision of instruction i, keeping
 // decisions sorted by index.
 func (t *Trace) SetDecision(i int, v Value) {

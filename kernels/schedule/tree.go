@@ -141,16 +141,28 @@ func (s *Schedule) locateLoop(l *ir.For) (loopPath, bool) {
 		return loopPath{}, false
 	}
 	lp := loopPath{path: p}
-	for i := len(p) - 2; i >= 0; i-- {
-		switch x := p[i].(type) {
-		case *ir.For:
-			lp.outer = append(lp.outer, x)
-		case *ir.Block:
-			lp.scope = x
-			i = -1
+	top := len(p) - 1 // the first statement under the scope block
+	for top > 0 {
+		if b, ok := p[top-1].(*ir.Block); ok {
+			lp.scope = b
+			break
+		}
+		top--
+	}
+	n := 0
+	for _, x := range p[top : len(p)-1] {
+		if _, ok := x.(*ir.For); ok {
+			n++
 		}
 	}
-	slices.Reverse(lp.outer)
+	if n > 0 {
+		lp.outer = make([]*ir.For, 0, n)
+		for _, x := range p[top : len(p)-1] {
+			if f, ok := x.(*ir.For); ok {
+				lp.outer = append(lp.outer, f)
+			}
+		}
+	}
 	return lp, true
 }
 

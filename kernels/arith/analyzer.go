@@ -26,6 +26,10 @@ func (a *Analyzer) BindRange(v *ir.Var, min, extent int64) { a.bounds[v] = Range
 // Unbind forgets what is known about v.
 func (a *Analyzer) Unbind(v *ir.Var) { delete(a.bounds, v) }
 
+// Reset forgets what is known about every variable, keeping the storage
+// for reuse.
+func (a *Analyzer) Reset() { clear(a.bounds) }
+
 // VarBound returns what is known about v.
 func (a *Analyzer) VarBound(v *ir.Var) (Bound, bool) {
 	b, ok := a.bounds[v]

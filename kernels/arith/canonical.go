@@ -86,12 +86,20 @@ func (a *Analyzer) toSum(e ir.Expr) sum {
 	case *ir.Binary:
 		switch x.Op() {
 		case ir.OpAdd, ir.OpSub:
-			s := a.toSum(x.A())
+			var s sum
+			if isLinearLeaf(x.A()) {
+				// The leftmost operand of a chain of sums: room for the
+				// terms the chain adds.
+				s.terms = make([]term, 0, 4)
+				a.addTo(&s, x.A(), 1)
+			} else {
+				s = a.toSum(x.A())
+			}
 			k := int64(1)
 			if x.Op() == ir.OpSub {
 				k = -1
 			}
-			s.addSum(a.toSum(x.B()), k)
+			a.addTo(&s, x.B(), k)
 			s.t = t
 			return s
 		case ir.OpMul:
@@ -154,6 +162,52 @@ func (a *Analyzer) toSum(e ir.Expr) sum {
 		return sum{c: c.Value(), t: t}
 	}
 	return a.atom(v)
+}
+
+// linearLeaf splits e into c*v + d when it is a constant (v nil), a
+// variable or a constant multiple of a variable: most operands of index
+// expressions, whose sums need no building.
+func linearLeaf(e ir.Expr) (c int64, v *ir.Var, d int64, ok bool) {
+	switch x := e.(type) {
+	case *ir.IntImm:
+		return 0, nil, x.Value(), true
+	case *ir.Var:
+		return 1, x, 0, true
+	case *ir.Binary:
+		if x.Op() != ir.OpMul {
+			break
+		}
+		if v, ok := x.A().(*ir.Var); ok {
+			if c, ok := x.B().(*ir.IntImm); ok {
+				return c.Value(), v, 0, true
+			}
+		}
+		if c, ok := x.A().(*ir.IntImm); ok {
+			if v, ok := x.B().(*ir.Var); ok {
+				return c.Value(), v, 0, true
+			}
+		}
+	}
+	return 0, nil, 0, false
+}
+
+func isLinearLeaf(e ir.Expr) bool {
+	_, _, _, ok := linearLeaf(e)
+	return ok
+}
+
+// addTo adds k*e to s: s.addSum(a.toSum(e), k), without building a sum
+// for a linear leaf (see linearLeaf).
+func (a *Analyzer) addTo(s *sum, e ir.Expr, k int64) {
+	c, v, d, ok := linearLeaf(e)
+	if !ok {
+		s.addSum(a.toSum(e), k)
+		return
+	}
+	if v != nil {
+		s.addTerm(c*k, v)
+	}
+	s.c += d * k
 }
 
 // shallowSum decomposes an expression that is already simplified: only
@@ -267,7 +321,7 @@ func (a *Analyzer) divSum(s sum, c int64) sum {
 			return s
 		}
 	}
-	q := sum{t: s.t, c: floorDiv(s.c, c)}
+	q := sum{t: s.t, c: floorDiv(s.c, c), terms: make([]term, 0, len(s.terms)+1)}
 	r := sum{t: s.t, c: floorMod(s.c, c)}
 	for _, t := range s.terms {
 		if t.k%c == 0 {
@@ -308,7 +362,7 @@ func (a *Analyzer) modSum(s sum, c int64) sum {
 		return sum{t: s.t}
 	}
 	// Multiples of c do not change the remainder.
-	r := sum{t: s.t, c: floorMod(s.c, c)}
+	r := sum{t: s.t, c: floorMod(s.c, c), terms: make([]term, 0, len(s.terms))}
 	for _, t := range s.terms {
 		r.addTerm(floorMod(t.k, c), t.x)
 	}

@@ -249,19 +249,34 @@ func ReplaceBuffer(s Stmt, old, new *Buffer) {
 	})
 }
 
-// UsesVar reports whether e mentions a variable for which pred holds.
+// UsesVar reports whether e mentions a variable for which pred holds. It
+// stops at the first such variable.
 func UsesVar(e Expr, pred func(*Var) bool) bool {
-	found := false
-	WalkExpr(e, func(x Expr) bool {
-		if found {
-			return false
+	switch x := e.(type) {
+	case *Var:
+		return pred(x)
+	case *Binary:
+		return UsesVar(x.a, pred) || UsesVar(x.b, pred)
+	case *Not:
+		return UsesVar(x.a, pred)
+	case *Select:
+		return UsesVar(x.cond, pred) || UsesVar(x.t, pred) || UsesVar(x.f, pred)
+	case *Cast:
+		return UsesVar(x.a, pred)
+	case *Call:
+		for _, a := range x.args {
+			if UsesVar(a, pred) {
+				return true
+			}
 		}
-		if v, ok := x.(*Var); ok && pred(v) {
-			found = true
+	case *BufferLoad:
+		for _, a := range x.idx {
+			if UsesVar(a, pred) {
+				return true
+			}
 		}
-		return true
-	})
-	return found
+	}
+	return false
 }
 
 // CollectVars returns the distinct variables of e in order of first

@@ -39,8 +39,7 @@ func (s *Schedule) GetLoops(b BlockRV) ([]LoopRV, error) {
 	}
 	// A walk to the block in the scratch path, without the copies
 	// locateBlock makes: GetLoops is the most frequent instruction.
-	s.path = s.path[:0]
-	if !findPath(s.f.Body, blk, &s.path) {
+	if !s.findPath(blk) {
 		return nil, s.staleBlock("GetLoops", b, blk)
 	}
 	n := 0

@@ -117,9 +117,19 @@ func (s *Schedule) Fuse(ls []LoopRV, preserveUnitIters bool) (LoopRV, error) {
 	}
 	loops := make([]*ir.For, len(ls))
 	for i, rv := range ls {
-		l, err := s.loop(prim, rv)
-		if err != nil {
-			return LoopRV{}, err
+		// A loop that is the body of the previous one (in f) is in f: no
+		// need to look for it.
+		var l *ir.For
+		if i > 0 && !rv.IsRoot() && !rv.IsInline() {
+			if c := s.loopOf(rv); c != nil && loops[i-1].Body == ir.Stmt(c) {
+				l = c
+			}
+		}
+		if l == nil {
+			var err error
+			if l, err = s.loop(prim, rv); err != nil {
+				return LoopRV{}, err
+			}
 		}
 		if len(l.Annotations) > 0 || l.Kind == ir.ThreadBinding {
 			return LoopRV{}, s.errorf(prim, "%v has an annotation or a thread binding, so it cannot be fused", rv)
@@ -134,6 +144,9 @@ func (s *Schedule) Fuse(ls []LoopRV, preserveUnitIters bool) (LoopRV, error) {
 	lp, _ := s.locateLoop(loops[0])
 	for i := 1; i < len(loops); i++ {
 		outer, inner := loops[i-1], loops[i]
+		if outer.Body == ir.Stmt(inner) {
+			continue // directly inside, and the only statement
+		}
 		ip, _ := s.locateLoop(inner)
 		if len(ip.outer) == 0 || ip.outer[len(ip.outer)-1] != outer {
 			return LoopRV{}, s.errorf(prim, "%v is not directly inside %v, so they cannot be fused (fuse takes adjacent nested loops, outermost first)", ls[i], ls[i-1])
@@ -223,13 +236,14 @@ func (s *Schedule) Reorder(ls []LoopRV) error {
 	}
 	// The deepest loop's path must hold all the others, with no block in
 	// between.
-	var deepest []ir.Stmt
+	var deepestLoop *ir.For
+	depth := 0
 	for _, l := range loops {
-		p := s.pathTo(l)
-		if len(p) > len(deepest) {
-			deepest = p
+		if s.findPath(l) && len(s.path) > depth {
+			deepestLoop, depth = l, len(s.path)
 		}
 	}
+	deepest := s.pathTo(deepestLoop)
 	topIdx, bottomIdx, found := -1, -1, 0
 	for i, x := range deepest {
 		if f, ok := x.(*ir.For); ok && set[f] {

@@ -75,7 +75,14 @@ type Schedule struct {
 // New returns a schedule over a copy of f; f itself is never modified.
 // seed seeds the sampling primitives (see Rand).
 func New(f *ir.PrimFunc, seed int64) *Schedule {
-	return &Schedule{f: f.Clone(), rng: NewRand(seed)}
+	// Room for the RVs of a typical trace (a GPU sketch names about 100
+	// loops and 20 blocks), so that the tables do not regrow.
+	return &Schedule{
+		f:      f.Clone(),
+		rng:    NewRand(seed),
+		blocks: make([]*ir.Block, 0, 32),
+		loops:  make([]*ir.For, 0, 128),
+	}
 }
 
 // Func returns the function being scheduled. It is the schedule's own

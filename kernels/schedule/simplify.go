@@ -7,12 +7,32 @@ import (
 	"dragonx/kernels/ir"
 )
 
+// bindingMarks records which iter values of which BlockRealizes a Split
+// or Fuse must simplify (see markBindings). There are few realizes under a
+// loop, so a list is searched.
+type bindingMarks []realizeMarks
+
+type realizeMarks struct {
+	r    *ir.BlockRealize
+	uses []bool // by iter value
+}
+
+// of returns the marks of r's iter values, nil if none is marked.
+func (m bindingMarks) of(r *ir.BlockRealize) []bool {
+	for _, x := range m {
+		if x.r == r {
+			return x.uses
+		}
+	}
+	return nil
+}
+
 // markBindings records which iter values of the BlockRealizes under s use
 // one of vars (the loop variables a Split or Fuse is about to replace).
 // Only the realizes directly under s (not inside a block) can: a block's
 // body never sees the loops around the block.
-func markBindings(s ir.Stmt, vars []*ir.Var) map[*ir.BlockRealize][]bool {
-	marks := map[*ir.BlockRealize][]bool{}
+func markBindings(s ir.Stmt, vars []*ir.Var) bindingMarks {
+	var marks bindingMarks
 	uses := func(v *ir.Var) bool { return slices.Contains(vars, v) }
 	for _, r := range childRealizes(s) {
 		var m []bool
@@ -25,7 +45,7 @@ func markBindings(s ir.Stmt, vars []*ir.Var) map[*ir.BlockRealize][]bool {
 			}
 		}
 		if m != nil {
-			marks[r] = m
+			marks = append(marks, realizeMarks{r, m})
 		}
 	}
 	return marks
@@ -66,7 +86,7 @@ func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr) {
 // false, variables of unit loops are replaced by 0 first (TVM's
 // simplify_trivial_iterators); with true they stay, so that a unit tile
 // still shows in the bindings as TVM keeps it.
-func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks map[*ir.BlockRealize][]bool, preserveUnit bool) {
+func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks bindingMarks, preserveUnit bool) {
 	la := sch.analyzer()
 	defer sch.release(la)
 	a := la.Analyzer
@@ -97,7 +117,7 @@ func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks map[*ir.
 			walk(x.Then)
 			walk(x.Else)
 		case *ir.BlockRealize:
-			m := marks[x]
+			m := marks.of(x)
 			for i, v := range x.IterValues {
 				if m == nil || !m[i] {
 					continue
@@ -122,9 +142,8 @@ func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks map[*ir.
 // Schedule.analyzer, return it with Schedule.release.
 type loopAnalyzer struct {
 	*arith.Analyzer
-	unit  map[*ir.Var]ir.Expr
-	bound []*ir.Var
-	dom   map[*ir.Var]arith.IntSet // scratch for region relaxation
+	unit map[*ir.Var]ir.Expr
+	dom  map[*ir.Var]arith.IntSet // scratch for region relaxation
 }
 
 // analyzer returns a clean analyzer from the pool.
@@ -141,21 +160,19 @@ func (s *Schedule) analyzer() *loopAnalyzer {
 	}
 }
 
-// release forgets everything la was told and returns it to the pool.
+// release forgets everything la was told (the analyzer's own temporary
+// bindings are undone before its methods return, so all it knows came
+// through track) and returns it to the pool.
 func (s *Schedule) release(la *loopAnalyzer) {
-	for _, v := range la.bound {
-		la.Unbind(v)
-	}
-	la.bound = la.bound[:0]
+	la.Reset()
 	clear(la.unit)
 	clear(la.dom)
 	s.pool = append(s.pool, la)
 }
 
-// track binds v to [min, min+extent) and remembers to unbind it.
+// track binds v to [min, min+extent) until la is released.
 func (la *loopAnalyzer) track(v *ir.Var, min, extent int64) {
 	la.BindRange(v, min, extent)
-	la.bound = append(la.bound, v)
 }
 
 func (la *loopAnalyzer) bindLoops(loops ...[]*ir.For) {

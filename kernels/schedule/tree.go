@@ -15,63 +15,84 @@ import (
 // to target itself (included), or nil when target is not in f. The result
 // is freshly allocated, of exactly its length.
 func (s *Schedule) pathTo(target ir.Stmt) []ir.Stmt {
-	s.path = s.path[:0]
-	if findPath(s.f.Body, target, &s.path) {
+	if s.findPath(target) {
 		return slices.Clone(s.path)
 	}
 	return nil
 }
 
-func findPath(s, target ir.Stmt, stack *[]ir.Stmt) bool {
-	if s == nil {
-		return false
-	}
-	*stack = append(*stack, s)
-	if s == target {
-		return true
-	}
+// findPath leaves in the scratch s.path the ancestors of target from the
+// root down to target itself, and reports whether target is in f. The
+// path is only valid until the next call.
+func (s *Schedule) findPath(target ir.Stmt) bool {
+	s.path = s.path[:0]
+	return findPath(s.f.Body, target, 0, &s.path)
+}
+
+// findPath searches s, which sits at depth depth, for target. The path is
+// written into *path only on the way back from a hit, so that the search
+// itself stores nothing.
+func findPath(s, target ir.Stmt, depth int, path *[]ir.Stmt) bool {
+	found := false
 	switch x := s.(type) {
+	case nil:
+		return false
 	case *ir.For:
-		if findPath(x.Body, target, stack) {
-			return true
-		}
+		found = s == target || findPath(x.Body, target, depth+1, path)
 	case *ir.BlockRealize:
-		if findPath(x.Block, target, stack) {
-			return true
-		}
+		found = s == target || findPath(x.Block, target, depth+1, path)
 	case *ir.Block:
-		if findPath(x.Init, target, stack) || findPath(x.Body, target, stack) {
-			return true
-		}
+		found = s == target || findPath(x.Init, target, depth+1, path) || findPath(x.Body, target, depth+1, path)
 	case *ir.SeqStmt:
-		for _, c := range x.Stmts {
-			if findPath(c, target, stack) {
-				return true
+		if found = s == target; !found {
+			for _, c := range x.Stmts {
+				if findPath(c, target, depth+1, path) {
+					found = true
+					break
+				}
 			}
 		}
 	case *ir.IfThenElse:
-		if findPath(x.Then, target, stack) || findPath(x.Else, target, stack) {
-			return true
-		}
+		found = s == target || findPath(x.Then, target, depth+1, path) || findPath(x.Else, target, depth+1, path)
+	default:
+		found = s == target
 	}
-	*stack = (*stack)[:len(*stack)-1]
-	return false
+	if !found {
+		return false
+	}
+	if s == target {
+		*path = slices.Grow((*path)[:0], depth+1)[:depth+1]
+	}
+	(*path)[depth] = s
+	return true
 }
 
 // contains reports whether s is in f.
 func contains(f *ir.PrimFunc, s ir.Stmt) bool {
-	found := false
-	ir.WalkStmt(f.Body, func(x ir.Stmt) bool {
-		if found {
-			return false
-		}
-		if x == s {
-			found = true
-			return false
-		}
+	return containsStmt(f.Body, s)
+}
+
+func containsStmt(root, s ir.Stmt) bool {
+	if root == s {
 		return true
-	})
-	return found
+	}
+	switch x := root.(type) {
+	case *ir.For:
+		return containsStmt(x.Body, s)
+	case *ir.BlockRealize:
+		return x.Block != nil && containsStmt(x.Block, s)
+	case *ir.Block:
+		return x.Init != nil && containsStmt(x.Init, s) || containsStmt(x.Body, s)
+	case *ir.SeqStmt:
+		for _, c := range x.Stmts {
+			if containsStmt(c, s) {
+				return true
+			}
+		}
+	case *ir.IfThenElse:
+		return containsStmt(x.Then, s) || x.Else != nil && containsStmt(x.Else, s)
+	}
+	return false
 }
 
 // blockPath describes where a block sits: its realize, the loops between
@@ -120,16 +141,28 @@ func (s *Schedule) locateLoop(l *ir.For) (loopPath, bool) {
 		return loopPath{}, false
 	}
 	lp := loopPath{path: p}
-	for i := len(p) - 2; i >= 0; i-- {
-		switch x := p[i].(type) {
-		case *ir.For:
-			lp.outer = append(lp.outer, x)
-		case *ir.Block:
-			lp.scope = x
-			i = -1
+	top := len(p) - 1 // the first statement under the scope block
+	for top > 0 {
+		if b, ok := p[top-1].(*ir.Block); ok {
+			lp.scope = b
+			break
+		}
+		top--
+	}
+	n := 0
+	for _, x := range p[top : len(p)-1] {
+		if _, ok := x.(*ir.For); ok {
+			n++
 		}
 	}
-	slices.Reverse(lp.outer)
+	if n > 0 {
+		lp.outer = make([]*ir.For, 0, n)
+		for _, x := range p[top : len(p)-1] {
+			if f, ok := x.(*ir.For); ok {
+				lp.outer = append(lp.outer, f)
+			}
+		}
+	}
 	return lp, true
 }
 
@@ -245,26 +278,37 @@ func childRealizes(s ir.Stmt) []*ir.BlockRealize {
 	case *ir.Block:
 		s = x.Body
 	}
-	var out []*ir.BlockRealize
-	ir.WalkStmt(s, func(c ir.Stmt) bool {
-		if r, ok := c.(*ir.BlockRealize); ok {
-			out = append(out, r)
-			return false
-		}
-		return true
-	})
-	return out
+	return appendRealizes(nil, s, false)
 }
 
 // realizesUnder returns every BlockRealize under s (s itself included),
 // nested ones too, in program order.
 func realizesUnder(s ir.Stmt) []*ir.BlockRealize {
-	var out []*ir.BlockRealize
-	ir.WalkStmt(s, func(x ir.Stmt) bool {
-		if r, ok := x.(*ir.BlockRealize); ok {
-			out = append(out, r)
+	return appendRealizes(nil, s, true)
+}
+
+// appendRealizes appends the BlockRealizes under s in program order
+// (pre-order, a Block's Init before its Body); nested ones too when nested
+// is set.
+func appendRealizes(out []*ir.BlockRealize, s ir.Stmt, nested bool) []*ir.BlockRealize {
+	switch x := s.(type) {
+	case *ir.BlockRealize:
+		out = append(out, x)
+		if nested && x.Block != nil {
+			out = appendRealizes(out, x.Block, nested)
 		}
-		return true
-	})
+	case *ir.Block:
+		out = appendRealizes(out, x.Init, nested)
+		out = appendRealizes(out, x.Body, nested)
+	case *ir.For:
+		out = appendRealizes(out, x.Body, nested)
+	case *ir.SeqStmt:
+		for _, c := range x.Stmts {
+			out = appendRealizes(out, c, nested)
+		}
+	case *ir.IfThenElse:
+		out = appendRealizes(out, x.Then, nested)
+		out = appendRealizes(out, x.Else, nested)
+	}
 	return out
 }

@@ -240,8 +240,7 @@ func (p *parser) finish(mark int) []Value {
 	out := p.slab[:n:n]
 	p.slab = p.slab[n:]
 	copy(out, p.stack[mark:])
-	clear(p.stack[mark:])
-	p.stack = p.stack[:mark]
+	p.stack = p.stack[:mark] // the stack dies with the parser: no need to clear it
 	return out
 }
 
@@ -442,11 +441,22 @@ func (p *parser) number() (Value, error) {
 			return Value{}, p.errorf("malformed number")
 		}
 	}
-	text := string(p.data[start:p.pos])
+	text := p.src[start:p.pos]
 	if text == "-0" {
 		// The float -0 prints as -0 (%.20g); keep it a float so that it
 		// prints back the same.
 		return FloatValue(math.Copysign(0, -1)), nil
+	}
+	if !isFloat && p.pos-intStart <= 18 {
+		// 18 digits cannot overflow: no need for ParseInt.
+		v := int64(0)
+		for _, c := range p.data[intStart:p.pos] {
+			v = v*10 + int64(c-'0')
+		}
+		if intStart > start {
+			v = -v
+		}
+		return Value{Kind: Int, Int: v}, nil
 	}
 	if !isFloat {
 		if v, err := strconv.ParseInt(text, 10, 64); err == nil {

@@ -122,11 +122,7 @@ func Replay(ctx context.Context, f *ir.PrimFunc, t *Trace, opts Options) (*Sessi
 		if in.Kind == "EnterPostproc" && opts.SkipPostproc {
 			break
 		}
-		var d *Value
-		if v, ok := t.Decision(i); ok {
-			d = &v
-		}
-		if err := s.Apply(in, d); err != nil {
+		if err := s.Apply(in, t.decisionOf(i)); err != nil {
 			return s, err
 		}
 	}

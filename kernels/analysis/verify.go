@@ -395,14 +395,14 @@ func (v *verifier) enumerate(val, pred ir.Expr) (lo, hi int64, ok bool) {
 	var rec func(k int) bool
 	rec = func(k int) bool {
 		if k == len(vars) {
-			p, ok := evalInt(pred, env)
+			p, ok := ir.EvalInt(pred, env)
 			if !ok {
 				return false
 			}
 			if p == 0 {
 				return true
 			}
-			x, ok := evalInt(val, env)
+			x, ok := ir.EvalInt(val, env)
 			if !ok {
 				return false
 			}

@@ -272,7 +272,7 @@ func enumerateRepeats(r *ir.BlockRealize, inner, outer []*ir.For) *ir.For {
 				env[inner[k].Var] = idx[k]
 			}
 			if r.Predicate != nil {
-				c, ok := evalInt(r.Predicate, env)
+				c, ok := ir.EvalInt(r.Predicate, env)
 				if !ok {
 					return nil
 				}
@@ -282,7 +282,7 @@ func enumerateRepeats(r *ir.BlockRealize, inner, outer []*ir.For) *ir.For {
 			}
 			key := make([]byte, 0, 8*len(r.IterValues))
 			for _, v := range r.IterValues {
-				x, ok := evalInt(v, env)
+				x, ok := ir.EvalInt(v, env)
 				if !ok {
 					return nil
 				}
@@ -295,73 +295,4 @@ func enumerateRepeats(r *ir.BlockRealize, inner, outer []*ir.For) *ir.For {
 		}
 	}
 	return nil
-}
-
-// evalInt evaluates an integer or bool expression of variables in env.
-func evalInt(e ir.Expr, env map[*ir.Var]int64) (int64, bool) {
-	switch x := e.(type) {
-	case *ir.IntImm:
-		return x.Value(), true
-	case *ir.Var:
-		v, ok := env[x]
-		return v, ok
-	case *ir.Not:
-		v, ok := evalInt(x.A(), env)
-		return b2i(v == 0), ok
-	case *ir.Binary:
-		a, ok1 := evalInt(x.A(), env)
-		b, ok2 := evalInt(x.B(), env)
-		if !ok1 || !ok2 {
-			return 0, false
-		}
-		switch x.Op() {
-		case ir.OpAdd:
-			return a + b, true
-		case ir.OpSub:
-			return a - b, true
-		case ir.OpMul:
-			return a * b, true
-		case ir.OpFloorDiv, ir.OpFloorMod:
-			if b == 0 {
-				return 0, false
-			}
-			q, m := a/b, a%b
-			if m != 0 && (m < 0) != (b < 0) {
-				q--
-				m += b
-			}
-			if x.Op() == ir.OpFloorDiv {
-				return q, true
-			}
-			return m, true
-		case ir.OpMin:
-			return min(a, b), true
-		case ir.OpMax:
-			return max(a, b), true
-		case ir.OpEQ:
-			return b2i(a == b), true
-		case ir.OpNE:
-			return b2i(a != b), true
-		case ir.OpLT:
-			return b2i(a < b), true
-		case ir.OpLE:
-			return b2i(a <= b), true
-		case ir.OpGT:
-			return b2i(a > b), true
-		case ir.OpGE:
-			return b2i(a >= b), true
-		case ir.OpAnd:
-			return b2i(a != 0 && b != 0), true
-		case ir.OpOr:
-			return b2i(a != 0 || b != 0), true
-		}
-	}
-	return 0, false
-}
-
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }

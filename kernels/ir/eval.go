@@ -1,55 +1,54 @@
-package analysis
+package ir
 
-import "dragonx/kernels/ir"
-
-// evalInt evaluates an integer or bool expression (bools as 0/1) over
-// variable values; ok is false for anything else (loads, floats, division
-// by zero).
-func evalInt(e ir.Expr, env map[*ir.Var]int64) (int64, bool) {
+// EvalInt evaluates an integer or bool expression (bools as 0/1) over
+// variable values, with TVM's semantics for each division operator
+// (truncating div/mod, flooring floordiv/floormod); ok is false for
+// anything else (loads, floats, an unbound variable, division by zero).
+func EvalInt(e Expr, env map[*Var]int64) (int64, bool) {
 	switch x := e.(type) {
-	case *ir.IntImm:
+	case *IntImm:
 		return x.Value(), true
-	case *ir.Var:
+	case *Var:
 		v, ok := env[x]
 		return v, ok
-	case *ir.Not:
-		a, ok := evalInt(x.A(), env)
+	case *Not:
+		a, ok := EvalInt(x.A(), env)
 		return b2i(a == 0), ok
-	case *ir.Select:
-		c, ok1 := evalInt(x.Cond(), env)
-		t, ok2 := evalInt(x.True(), env)
-		f, ok3 := evalInt(x.False(), env)
+	case *Select:
+		c, ok1 := EvalInt(x.Cond(), env)
+		t, ok2 := EvalInt(x.True(), env)
+		f, ok3 := EvalInt(x.False(), env)
 		if c != 0 {
 			return t, ok1 && ok2 && ok3
 		}
 		return f, ok1 && ok2 && ok3
-	case *ir.Binary:
-		a, ok := evalInt(x.A(), env)
+	case *Binary:
+		a, ok := EvalInt(x.A(), env)
 		if !ok {
 			return 0, false
 		}
-		b, ok := evalInt(x.B(), env)
+		b, ok := EvalInt(x.B(), env)
 		if !ok {
 			return 0, false
 		}
 		switch x.Op() {
-		case ir.OpAdd:
+		case OpAdd:
 			return a + b, true
-		case ir.OpSub:
+		case OpSub:
 			return a - b, true
-		case ir.OpMul:
+		case OpMul:
 			return a * b, true
-		case ir.OpDiv, ir.OpMod, ir.OpFloorDiv, ir.OpFloorMod:
+		case OpDiv, OpMod, OpFloorDiv, OpFloorMod:
 			if b == 0 {
 				return 0, false
 			}
 			q, m := a/b, a%b
 			switch x.Op() {
-			case ir.OpDiv:
+			case OpDiv:
 				return q, true
-			case ir.OpMod:
+			case OpMod:
 				return m, true
-			case ir.OpFloorDiv:
+			case OpFloorDiv:
 				if m != 0 && (m < 0) != (b < 0) {
 					q--
 				}
@@ -59,25 +58,25 @@ func evalInt(e ir.Expr, env map[*ir.Var]int64) (int64, bool) {
 				m += b
 			}
 			return m, true
-		case ir.OpMin:
+		case OpMin:
 			return min(a, b), true
-		case ir.OpMax:
+		case OpMax:
 			return max(a, b), true
-		case ir.OpEQ:
+		case OpEQ:
 			return b2i(a == b), true
-		case ir.OpNE:
+		case OpNE:
 			return b2i(a != b), true
-		case ir.OpLT:
+		case OpLT:
 			return b2i(a < b), true
-		case ir.OpLE:
+		case OpLE:
 			return b2i(a <= b), true
-		case ir.OpGT:
+		case OpGT:
 			return b2i(a > b), true
-		case ir.OpGE:
+		case OpGE:
 			return b2i(a >= b), true
-		case ir.OpAnd:
+		case OpAnd:
 			return b2i(a != 0 && b != 0), true
-		case ir.OpOr:
+		case OpOr:
 			return b2i(a != 0 || b != 0), true
 		}
 	}

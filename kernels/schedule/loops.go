@@ -237,10 +237,10 @@ func (s *Schedule) Reorder(ls []LoopRV) error {
 	// The deepest loop's path must hold all the others, with no block in
 	// between.
 	var deepestLoop *ir.For
-	depth := 0
-	for _, l := range loops {
-		if s.findPath(l) && len(s.path) > depth {
-			deepestLoop, depth = l, len(s.path)
+	depth := -1
+	for i, d := range loopDepths(s.f.Body, loops) {
+		if d > depth {
+			deepestLoop, depth = loops[i], d
 		}
 	}
 	deepest := s.pathTo(deepestLoop)
@@ -326,27 +326,41 @@ func loopsAbove(path []ir.Stmt, i int) []*ir.For {
 // would reset a partial sum. This is a reorder across a reduction
 // dependence; TVM does not check it.
 func (s *Schedule) checkReductionOrder(prim string, ls []LoopRV, loops []*ir.For, bottom *ir.For) error {
+	var spatial, reduce []string // by loop: the last iter var of each kind it feeds
 	for _, r := range realizesUnder(bottom.Body) {
 		b := r.Block
 		if b.Init == nil {
 			continue
 		}
-		for i, l := range loops {
-			uses := func(x *ir.Var) bool { return x == l.Var }
-			var spatial, reduce string
-			for k, iv := range b.IterVars {
-				if k >= len(r.IterValues) || !ir.UsesVar(r.IterValues[k], uses) {
-					continue
-				}
-				switch iv.Kind {
-				case ir.Spatial:
-					spatial = iv.Var.Name()
-				case ir.Reduce:
-					reduce = iv.Var.Name()
-				}
+		if spatial == nil {
+			spatial, reduce = make([]string, len(loops)), make([]string, len(loops))
+		} else {
+			clear(spatial)
+			clear(reduce)
+		}
+		// One walk of each binding marks the loops it uses.
+		for k, iv := range b.IterVars {
+			if k >= len(r.IterValues) || iv.Kind != ir.Spatial && iv.Kind != ir.Reduce {
+				continue
 			}
-			if spatial != "" && reduce != "" {
-				return s.errorf(prim, "reorder across a reduction dependence: %v feeds both the spatial iter var %s and the reduction iter var %s of block %q, so a new order could update an element before its init", ls[i], spatial, reduce, b.Name)
+			name := iv.Var.Name()
+			ir.UsesVar(r.IterValues[k], func(x *ir.Var) bool {
+				for i, l := range loops {
+					if l.Var != x {
+						continue
+					}
+					if iv.Kind == ir.Spatial {
+						spatial[i] = name
+					} else {
+						reduce[i] = name
+					}
+				}
+				return false
+			})
+		}
+		for i := range loops {
+			if spatial[i] != "" && reduce[i] != "" {
+				return s.errorf(prim, "reorder across a reduction dependence: %v feeds both the spatial iter var %s and the reduction iter var %s of block %q, so a new order could update an element before its init", ls[i], spatial[i], reduce[i], b.Name)
 			}
 		}
 	}

@@ -67,6 +67,43 @@ func findPath(s, target ir.Stmt, depth int, path *[]ir.Stmt) bool {
 	return true
 }
 
+// loopDepths returns the depth (the number of ancestors) of each of loops
+// in the tree under root, -1 for a loop not in it: one walk for all.
+func loopDepths(root ir.Stmt, loops []*ir.For) []int {
+	out := make([]int, len(loops))
+	for i := range out {
+		out[i] = -1
+	}
+	markDepths(root, 0, loops, out)
+	return out
+}
+
+func markDepths(s ir.Stmt, depth int, loops []*ir.For, out []int) {
+	switch x := s.(type) {
+	case *ir.For:
+		for i, l := range loops {
+			if l == x {
+				out[i] = depth
+			}
+		}
+		markDepths(x.Body, depth+1, loops, out)
+	case *ir.BlockRealize:
+		if x.Block != nil {
+			markDepths(x.Block, depth+1, loops, out)
+		}
+	case *ir.Block:
+		markDepths(x.Init, depth+1, loops, out)
+		markDepths(x.Body, depth+1, loops, out)
+	case *ir.SeqStmt:
+		for _, c := range x.Stmts {
+			markDepths(c, depth+1, loops, out)
+		}
+	case *ir.IfThenElse:
+		markDepths(x.Then, depth+1, loops, out)
+		markDepths(x.Else, depth+1, loops, out)
+	}
+}
+
 // contains reports whether s is in f.
 func contains(f *ir.PrimFunc, s ir.Stmt) bool {
 	return containsStmt(f.Body, s)

@@ -147,20 +147,34 @@ func (s *Schedule) locateBlock(b *ir.Block) (blockPath, bool) {
 	if p == nil {
 		return blockPath{}, false
 	}
-	bp := blockPath{path: p, loops: make([]*ir.For, 0, len(p))}
+	bp := blockPath{path: p}
 	if len(p) >= 2 {
 		bp.realize, _ = p[len(p)-2].(*ir.BlockRealize)
 	}
+	// The loops lie between the scope block (the nearest block above the
+	// realize) and the realize.
+	top, n := 0, 0
 	for i := len(p) - 3; i >= 0; i-- {
 		switch x := p[i].(type) {
 		case *ir.For:
-			bp.loops = append(bp.loops, x)
+			n++
+			continue
 		case *ir.Block:
 			bp.scope = x
-			i = -1
+			top = i + 1
+		default:
+			continue
+		}
+		break
+	}
+	if n > 0 {
+		bp.loops = make([]*ir.For, 0, n)
+		for _, x := range p[top : len(p)-2] {
+			if f, ok := x.(*ir.For); ok {
+				bp.loops = append(bp.loops, f)
+			}
 		}
 	}
-	slices.Reverse(bp.loops)
 	return bp, true
 }
 

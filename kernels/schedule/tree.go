@@ -13,12 +13,26 @@ import (
 
 // pathTo returns the ancestors of target from the root BlockRealize down
 // to target itself (included), or nil when target is not in f. The result
-// is freshly allocated, of exactly its length.
+// is the caller's: it is carved from a chunk that the schedule only ever
+// appends to (one allocation for many paths), with no room to grow into
+// the next path.
 func (s *Schedule) pathTo(target ir.Stmt) []ir.Stmt {
-	if s.findPath(target) {
-		return slices.Clone(s.path)
+	if !s.findPath(target) {
+		return nil
 	}
-	return nil
+	n := len(s.path)
+	if cap(s.paths)-len(s.paths) < n {
+		// A small first chunk for the short-lived copies that
+		// SampleComputeLocation tries primitives on.
+		size := 64
+		if s.paths != nil {
+			size = 256
+		}
+		s.paths = make([]ir.Stmt, 0, max(size, n))
+	}
+	i := len(s.paths)
+	s.paths = append(s.paths, s.path...)
+	return s.paths[i : i+n : i+n]
 }
 
 // findPath leaves in the scratch s.path the ancestors of target from the

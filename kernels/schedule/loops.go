@@ -373,21 +373,26 @@ func (s *Schedule) checkReductionOrder(prim string, ls []LoopRV, loops []*ir.For
 // affine binding check).
 func (s *Schedule) checkReorderBlocks(prim string, bottom *ir.For, loops []*ir.For) error {
 	var err error
-	var walk func(x ir.Stmt, ls []*ir.For)
-	walk = func(x ir.Stmt, ls []*ir.For) {
+	// The loops above the statement walked: pushed and popped around
+	// each loop's body.
+	ls := loops[:len(loops):len(loops)] // appends must not write into the caller's array
+	var walk func(x ir.Stmt)
+	walk = func(x ir.Stmt) {
 		if err != nil {
 			return
 		}
 		switch x := x.(type) {
 		case *ir.For:
-			walk(x.Body, append(ls, x))
+			ls = append(ls, x)
+			walk(x.Body)
+			ls = ls[:len(ls)-1]
 		case *ir.SeqStmt:
 			for _, c := range x.Stmts {
-				walk(c, ls)
+				walk(c)
 			}
 		case *ir.IfThenElse:
-			walk(x.Then, ls)
-			walk(x.Else, ls)
+			walk(x.Then)
+			walk(x.Else)
 		case *ir.BlockRealize:
 			for _, iv := range x.Block.IterVars {
 				if iv.Kind != ir.Spatial && iv.Kind != ir.Reduce {
@@ -400,6 +405,6 @@ func (s *Schedule) checkReorderBlocks(prim string, bottom *ir.For, loops []*ir.F
 			}
 		}
 	}
-	walk(bottom.Body, loops)
+	walk(bottom.Body)
 	return err
 }

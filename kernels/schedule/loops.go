@@ -82,7 +82,7 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 			}
 		}
 	}
-	substituteLoopVars(body, map[*ir.Var]ir.Expr{loop.Var: value})
+	substituteLoopVars(body, map[*ir.Var]ir.Expr{loop.Var: value}, marks)
 
 	// Step 2. The predicate of an imperfect split, on the blocks directly
 	// under the loop.
@@ -243,7 +243,7 @@ func (s *Schedule) Fuse(ls []LoopRV, preserveUnitIters bool) (LoopRV, error) {
 		old[i] = l.Var
 	}
 	marks := markBindings(body, old)
-	substituteLoopVars(body, sub)
+	substituteLoopVars(body, sub, marks)
 	fused := &ir.For{Var: fv, Extent: extent, Body: body}
 	replaceIn(parentOf(lp.path, loops[0]), loops[0], fused)
 	s.simplifyBindings(fused, lp.outer, marks, preserveUnitIters)

@@ -54,22 +54,27 @@ func markBindings(s ir.Stmt, vars []*ir.Var) bindingMarks {
 // substituteLoopVars replaces loop variables in the statements under s that
 // can see them: the bindings and predicates of the realizes directly under
 // s, and conditions outside blocks (not the blocks' bodies, which never
-// see the loops around them).
-func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr) {
+// see the loops around them). Of the bindings, only those marked (see
+// markBindings, called with the variables of m) use them.
+func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr, marks bindingMarks) {
 	switch x := s.(type) {
 	case *ir.For:
-		substituteLoopVars(x.Body, m)
+		substituteLoopVars(x.Body, m, marks)
 	case *ir.SeqStmt:
 		for _, c := range x.Stmts {
-			substituteLoopVars(c, m)
+			substituteLoopVars(c, m, marks)
 		}
 	case *ir.IfThenElse:
 		x.Cond = ir.SubstituteMap(x.Cond, m)
-		substituteLoopVars(x.Then, m)
-		substituteLoopVars(x.Else, m)
+		substituteLoopVars(x.Then, m, marks)
+		substituteLoopVars(x.Else, m, marks)
 	case *ir.BlockRealize:
-		for i, v := range x.IterValues {
-			x.IterValues[i] = ir.SubstituteMap(v, m)
+		if uses := marks.of(x); uses != nil {
+			for i, v := range x.IterValues {
+				if uses[i] {
+					x.IterValues[i] = ir.SubstituteMap(v, m)
+				}
+			}
 		}
 		if x.Predicate != nil {
 			x.Predicate = ir.SubstituteMap(x.Predicate, m)

@@ -27,6 +27,16 @@ func (m bindingMarks) of(r *ir.BlockRealize) []bool {
 	return nil
 }
 
+// any reports whether some iter value is marked.
+func (m bindingMarks) any() bool {
+	for _, x := range m {
+		if slices.Contains(x.uses, true) {
+			return true
+		}
+	}
+	return false
+}
+
 // markBindings records which iter values of the BlockRealizes under s use
 // one of vars (the loop variables a Split or Fuse is about to replace).
 // Only the realizes directly under s (not inside a block) can: a block's
@@ -92,6 +102,9 @@ func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr, marks bindingMarks) {
 // simplify_trivial_iterators); with true they stay, so that a unit tile
 // still shows in the bindings as TVM keeps it.
 func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks bindingMarks, preserveUnit bool) {
+	if !marks.any() {
+		return
+	}
 	la := sch.analyzer()
 	defer sch.release(la)
 	a := la.Analyzer

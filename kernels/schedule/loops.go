@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -266,16 +267,14 @@ func (s *Schedule) Reorder(ls []LoopRV) error {
 		return nil
 	}
 	loops := make([]*ir.For, len(ls))
-	set := make(map[*ir.For]bool, len(ls))
 	for i, rv := range ls {
 		l, err := s.loop(prim, rv)
 		if err != nil {
 			return err
 		}
-		if set[l] {
+		if slices.Contains(loops[:i], l) {
 			return s.errorf(prim, "%v appears more than once", rv)
 		}
-		set[l] = true
 		loops[i] = l
 	}
 	// The deepest loop's path must hold all the others, with no block in
@@ -290,7 +289,7 @@ func (s *Schedule) Reorder(ls []LoopRV) error {
 	deepest := s.pathTo(deepestLoop)
 	topIdx, bottomIdx, found := -1, -1, 0
 	for i, x := range deepest {
-		if f, ok := x.(*ir.For); ok && set[f] {
+		if f, ok := x.(*ir.For); ok && slices.Contains(loops, f) {
 			if topIdx < 0 {
 				topIdx = i
 			}
@@ -328,7 +327,7 @@ func (s *Schedule) Reorder(ls []LoopRV) error {
 	next := 0
 	order := make([]*ir.For, len(chain))
 	for i, f := range chain {
-		if set[f] {
+		if slices.Contains(loops, f) {
 			order[i] = loops[next]
 			next++
 		} else {

@@ -43,7 +43,13 @@ type bufferUse struct {
 
 func newScopeInfo(root *ir.Block) *scopeInfo {
 	sc := &scopeInfo{root: root, children: childRealizes(root)}
-	var reads []bufferUse
+	nr, nw := 0, 0
+	for _, r := range sc.children {
+		nr += len(r.Block.Reads)
+		nw += len(r.Block.Writes)
+	}
+	reads := make([]bufferUse, 0, nr)
+	sc.writes = make([]bufferUse, 0, nw)
 	add := func(src, dst *ir.Block, k depKind) {
 		if src != dst {
 			sc.deps = append(sc.deps, dependency{src, dst, k})

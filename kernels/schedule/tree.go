@@ -9,7 +9,13 @@ import (
 // The schedule keeps no parent map: the trees it works on are small (a
 // few hundred statements at most), so finding a statement's ancestors by a
 // walk from the root costs less than keeping an index consistent through
-// every in-place edit, and it is always right.
+// every in-place edit, and it is always right. Measured on the replay
+// benchmarks (kernels/trace): the C2D trace walks about 140 times over
+// trees of about 45 statements, some 0.1 µs a walk, 3% of the replay; a
+// map from statement to parent costs about as much per lookup (a hash per
+// level on the way up) before counting its upkeep through the edits. What
+// the walks did cost was copying each path: pathTo carves them from a
+// shared chunk instead.
 
 // pathTo returns the ancestors of target from the root BlockRealize down
 // to target itself (included), or nil when target is not in f. The result

@@ -11,7 +11,7 @@ import (
 // walk from the root costs less than keeping an index consistent through
 // every in-place edit, and it is always right. Measured on the replay
 // benchmarks (kernels/trace): the C2D trace walks about 140 times over
-// trees of about 45 statements, some 0.1 µs a walk, 3% of the replay; a
+// trees of about 45 statements, some 0.1 µs a walk, 3 to 4% of the replay; a
 // map from statement to parent costs about as much per lookup (a hash per
 // level on the way up) before counting its upkeep through the edits. What
 // the walks did cost was copying each path: pathTo carves them from a

@@ -133,6 +133,14 @@ func parseFast(data []byte) (*Trace, bool) {
 		return nil, false
 	}
 	if !expect(']') {
+		// Decisions belong to the sampling instructions, as a rule.
+		n := 0
+		for _, in := range t.Insts {
+			if strings.HasPrefix(in.Kind, "Sample") {
+				n++
+			}
+		}
+		t.Decisions = make([]Decision, 0, n)
 		seen := make([]bool, len(t.Insts))
 		for {
 			if !expect('[') {

@@ -90,6 +90,9 @@ func (a *Analyzer) ConstDiff(x, y ir.Expr) (int64, bool) {
 	if !x.DType().IsInt() || !y.DType().IsInt() {
 		return 0, false
 	}
+	if ir.SameExpr(x, y) {
+		return 0, true
+	}
 	s := a.toSum(ir.Sub(x, y))
 	return s.c, len(s.terms) == 0
 }

@@ -100,11 +100,19 @@ func (a *Analyzer) ToRange(s IntSet) (ir.Range, bool) {
 	if !s.Bounded() {
 		return ir.Range{}, false
 	}
+	if ir.SameExpr(s.Max, s.Min) {
+		// A point: what the simplifier makes of max - min + 1.
+		return ir.Range{Min: s.Min, Extent: ir.IntImmOf(s.Min.DType(), 1)}, true
+	}
 	return ir.Range{Min: s.Min, Extent: a.Simplify(ir.Add(ir.Sub(s.Max, s.Min), ir.IntImmOf(s.Min.DType(), 1)))}, true
 }
 
 // RangeToSet converts a region Range into the set [Min, Min+Extent-1].
 func (a *Analyzer) RangeToSet(r ir.Range) IntSet {
+	if c, ok := ir.IsConstInt(r.Extent); ok && c == 1 {
+		// min + 1 - 1 simplifies as min does.
+		return IntSet{r.Min, a.Simplify(r.Min)}
+	}
 	return IntSet{r.Min, a.Simplify(ir.Sub(ir.Add(r.Min, r.Extent), ir.IntImmOf(r.Min.DType(), 1)))}
 }
 

@@ -41,7 +41,7 @@ func (s *Schedule) CacheRead(b BlockRV, i int64, scope string, consumers []Block
 	if err != nil {
 		return BlockRV{}, err
 	}
-	writers := sc.writers[buf]
+	writers := sc.writers(buf)
 	if len(writers) > 1 {
 		return BlockRV{}, s.errorf(prim, "buffer %s is written by %d blocks in scope %q (%s), but a cache stage needs a single writer", buf.Name(), len(writers), sc.root.Name, blockNames(writers))
 	}
@@ -146,7 +146,7 @@ func (s *Schedule) CacheWrite(b BlockRV, i int64, scope string, consumers []Bloc
 	if err != nil {
 		return BlockRV{}, err
 	}
-	if ws := sc.writers[buf]; len(ws) != 1 || ws[0] != blk {
+	if ws := sc.writers(buf); len(ws) != 1 || ws[0] != blk {
 		return BlockRV{}, s.errorf(prim, "buffer %s is written by %d blocks in scope %q (%s), but a cache stage needs a single writer", buf.Name(), len(ws), sc.root.Name, blockNames(ws))
 	}
 	var related []*ir.Block

@@ -232,8 +232,10 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 
 	// Solve the domain of each iter var.
 	infos := make(map[*ir.Var]*domainInfo, len(blk.IterVars))
-	for _, iv := range blk.IterVars {
-		infos[iv.Var] = &domainInfo{dom: nothing(), bound: nothing()}
+	infoStore := make([]domainInfo, len(blk.IterVars))
+	for i, iv := range blk.IterVars {
+		infoStore[i] = domainInfo{dom: nothing(), bound: nothing()}
+		infos[iv.Var] = &infoStore[i]
 	}
 	for _, buf := range order {
 		e := bufs[buf]

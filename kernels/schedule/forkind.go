@@ -49,21 +49,27 @@ func (s *Schedule) parallelize(prim string, l LoopRV, kind ir.ForKind, thread st
 	// Step 1. The subtree has a compact data flow: each block directly
 	// under the loop is a complete or a reduction block of the subtree.
 	var walkErr error
-	var walk func(x ir.Stmt, loops []*ir.For)
-	walk = func(x ir.Stmt, loops []*ir.For) {
+	// The loops above the statement walked: pushed and popped around
+	// each loop's body.
+	loops := make([]*ir.For, len(lp.outer), len(lp.outer)+8)
+	copy(loops, lp.outer)
+	var walk func(x ir.Stmt)
+	walk = func(x ir.Stmt) {
 		if walkErr != nil {
 			return
 		}
 		switch x := x.(type) {
 		case *ir.For:
-			walk(x.Body, append(loops, x))
+			loops = append(loops, x)
+			walk(x.Body)
+			loops = loops[:len(loops)-1]
 		case *ir.SeqStmt:
 			for _, c := range x.Stmts {
-				walk(c, loops)
+				walk(c)
 			}
 		case *ir.IfThenElse:
-			walk(x.Then, loops)
-			walk(x.Else, loops)
+			walk(x.Then)
+			walk(x.Else)
 		case *ir.BlockRealize:
 			b := x.Block
 			c := completeProblem(b, true)
@@ -76,7 +82,7 @@ func (s *Schedule) parallelize(prim string, l LoopRV, kind ir.ForKind, thread st
 			}
 		}
 	}
-	walk(loop, append([]*ir.For(nil), lp.outer...))
+	walk(loop)
 	if walkErr != nil {
 		return walkErr
 	}

@@ -156,7 +156,7 @@ func (s *Schedule) ReverseComputeInline(b BlockRV) error {
 	// The single buffer of the scope b reads.
 	var buf *ir.Buffer
 	for _, r := range blk.Reads {
-		if r.Buffer == buf || len(sc.writers[r.Buffer]) == 0 {
+		if r.Buffer == buf || sc.numWriters(r.Buffer) == 0 {
 			continue
 		}
 		if buf != nil {

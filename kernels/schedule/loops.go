@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,7 +72,18 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 	}
 	body := loop.Body
 	marks := markBindings(body, []*ir.Var{loop.Var})
-	substituteLoopVars(body, map[*ir.Var]ir.Expr{loop.Var: value})
+	// A binding that is the loop variable itself (the common case: a loop
+	// not yet split or fused) becomes the canonical form of value
+	// directly, instead of being substituted and simplified.
+	for _, mk := range marks {
+		for i, v := range mk.r.IterValues {
+			if mk.uses[i] && v == ir.Expr(loop.Var) {
+				mk.r.IterValues[i] = splitValue(vars, fs, preserveUnitIters)
+				mk.uses[i] = false
+			}
+		}
+	}
+	substituteLoopVars(body, map[*ir.Var]ir.Expr{loop.Var: value}, marks)
 
 	// Step 2. The predicate of an imperfect split, on the blocks directly
 	// under the loop.
@@ -104,6 +116,39 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 		out[i] = s.newLoopRV(nl)
 	}
 	return out, s.done(prim)
+}
+
+// splitValue returns the simplified value of the loop variable that Split
+// replaces by vars (outermost first, with extents fs): the sum of each
+// variable times the product of the extents inside it, terms by
+// decreasing coefficient, as the simplifier writes it. Without
+// preserveUnit, the variables of unit loops are left out (they are 0).
+func splitValue(vars []*ir.Var, fs []int64, preserveUnit bool) ir.Expr {
+	t := vars[0].DType()
+	var e ir.Expr
+	k := int64(1)
+	for _, f := range fs {
+		k *= f
+	}
+	for i, v := range vars {
+		k /= fs[i]
+		if !preserveUnit && fs[i] == 1 {
+			continue
+		}
+		var term ir.Expr = v
+		if k != 1 {
+			term = ir.NewBinary(ir.OpMul, v, ir.IntImmOf(t, k))
+		}
+		if e == nil {
+			e = term
+		} else {
+			e = ir.NewBinary(ir.OpAdd, e, term)
+		}
+	}
+	if e == nil {
+		return ir.IntImmOf(t, 0)
+	}
+	return e
 }
 
 // Fuse fuses a chain of nested loops, outermost first, into one (TVM's
@@ -199,7 +244,7 @@ func (s *Schedule) Fuse(ls []LoopRV, preserveUnitIters bool) (LoopRV, error) {
 		old[i] = l.Var
 	}
 	marks := markBindings(body, old)
-	substituteLoopVars(body, sub)
+	substituteLoopVars(body, sub, marks)
 	fused := &ir.For{Var: fv, Extent: extent, Body: body}
 	replaceIn(parentOf(lp.path, loops[0]), loops[0], fused)
 	s.simplifyBindings(fused, lp.outer, marks, preserveUnitIters)
@@ -222,31 +267,29 @@ func (s *Schedule) Reorder(ls []LoopRV) error {
 		return nil
 	}
 	loops := make([]*ir.For, len(ls))
-	set := make(map[*ir.For]bool, len(ls))
 	for i, rv := range ls {
 		l, err := s.loop(prim, rv)
 		if err != nil {
 			return err
 		}
-		if set[l] {
+		if slices.Contains(loops[:i], l) {
 			return s.errorf(prim, "%v appears more than once", rv)
 		}
-		set[l] = true
 		loops[i] = l
 	}
 	// The deepest loop's path must hold all the others, with no block in
 	// between.
 	var deepestLoop *ir.For
-	depth := 0
-	for _, l := range loops {
-		if s.findPath(l) && len(s.path) > depth {
-			deepestLoop, depth = l, len(s.path)
+	depth := -1
+	for i, d := range loopDepths(s.f.Body, loops) {
+		if d > depth {
+			deepestLoop, depth = loops[i], d
 		}
 	}
 	deepest := s.pathTo(deepestLoop)
 	topIdx, bottomIdx, found := -1, -1, 0
 	for i, x := range deepest {
-		if f, ok := x.(*ir.For); ok && set[f] {
+		if f, ok := x.(*ir.For); ok && slices.Contains(loops, f) {
 			if topIdx < 0 {
 				topIdx = i
 			}
@@ -284,7 +327,7 @@ func (s *Schedule) Reorder(ls []LoopRV) error {
 	next := 0
 	order := make([]*ir.For, len(chain))
 	for i, f := range chain {
-		if set[f] {
+		if slices.Contains(loops, f) {
 			order[i] = loops[next]
 			next++
 		} else {
@@ -326,27 +369,41 @@ func loopsAbove(path []ir.Stmt, i int) []*ir.For {
 // would reset a partial sum. This is a reorder across a reduction
 // dependence; TVM does not check it.
 func (s *Schedule) checkReductionOrder(prim string, ls []LoopRV, loops []*ir.For, bottom *ir.For) error {
+	var spatial, reduce []string // by loop: the last iter var of each kind it feeds
 	for _, r := range realizesUnder(bottom.Body) {
 		b := r.Block
 		if b.Init == nil {
 			continue
 		}
-		for i, l := range loops {
-			uses := func(x *ir.Var) bool { return x == l.Var }
-			var spatial, reduce string
-			for k, iv := range b.IterVars {
-				if k >= len(r.IterValues) || !ir.UsesVar(r.IterValues[k], uses) {
-					continue
-				}
-				switch iv.Kind {
-				case ir.Spatial:
-					spatial = iv.Var.Name()
-				case ir.Reduce:
-					reduce = iv.Var.Name()
-				}
+		if spatial == nil {
+			spatial, reduce = make([]string, len(loops)), make([]string, len(loops))
+		} else {
+			clear(spatial)
+			clear(reduce)
+		}
+		// One walk of each binding marks the loops it uses.
+		for k, iv := range b.IterVars {
+			if k >= len(r.IterValues) || iv.Kind != ir.Spatial && iv.Kind != ir.Reduce {
+				continue
 			}
-			if spatial != "" && reduce != "" {
-				return s.errorf(prim, "reorder across a reduction dependence: %v feeds both the spatial iter var %s and the reduction iter var %s of block %q, so a new order could update an element before its init", ls[i], spatial, reduce, b.Name)
+			name := iv.Var.Name()
+			ir.UsesVar(r.IterValues[k], func(x *ir.Var) bool {
+				for i, l := range loops {
+					if l.Var != x {
+						continue
+					}
+					if iv.Kind == ir.Spatial {
+						spatial[i] = name
+					} else {
+						reduce[i] = name
+					}
+				}
+				return false
+			})
+		}
+		for i := range loops {
+			if spatial[i] != "" && reduce[i] != "" {
+				return s.errorf(prim, "reorder across a reduction dependence: %v feeds both the spatial iter var %s and the reduction iter var %s of block %q, so a new order could update an element before its init", ls[i], spatial[i], reduce[i], b.Name)
 			}
 		}
 	}
@@ -359,21 +416,26 @@ func (s *Schedule) checkReductionOrder(prim string, ls []LoopRV, loops []*ir.For
 // affine binding check).
 func (s *Schedule) checkReorderBlocks(prim string, bottom *ir.For, loops []*ir.For) error {
 	var err error
-	var walk func(x ir.Stmt, ls []*ir.For)
-	walk = func(x ir.Stmt, ls []*ir.For) {
+	// The loops above the statement walked: pushed and popped around
+	// each loop's body.
+	ls := loops[:len(loops):len(loops)] // appends must not write into the caller's array
+	var walk func(x ir.Stmt)
+	walk = func(x ir.Stmt) {
 		if err != nil {
 			return
 		}
 		switch x := x.(type) {
 		case *ir.For:
-			walk(x.Body, append(ls, x))
+			ls = append(ls, x)
+			walk(x.Body)
+			ls = ls[:len(ls)-1]
 		case *ir.SeqStmt:
 			for _, c := range x.Stmts {
-				walk(c, ls)
+				walk(c)
 			}
 		case *ir.IfThenElse:
-			walk(x.Then, ls)
-			walk(x.Else, ls)
+			walk(x.Then)
+			walk(x.Else)
 		case *ir.BlockRealize:
 			for _, iv := range x.Block.IterVars {
 				if iv.Kind != ir.Spatial && iv.Kind != ir.Reduce {
@@ -386,6 +448,6 @@ func (s *Schedule) checkReorderBlocks(prim string, bottom *ir.For, loops []*ir.F
 			}
 		}
 	}
-	walk(bottom.Body, loops)
+	walk(bottom.Body)
 	return err
 }

@@ -69,7 +69,8 @@ type Schedule struct {
 	namer  func(RV) string
 	check  bool
 	pool   []*loopAnalyzer
-	path   []ir.Stmt // scratch for pathTo
+	path   []ir.Stmt // scratch for findPath
+	paths  []ir.Stmt // where pathTo carves its results from
 }
 
 // New returns a schedule over a copy of f; f itself is never modified.

@@ -27,6 +27,16 @@ func (m bindingMarks) of(r *ir.BlockRealize) []bool {
 	return nil
 }
 
+// any reports whether some iter value is marked.
+func (m bindingMarks) any() bool {
+	for _, x := range m {
+		if slices.Contains(x.uses, true) {
+			return true
+		}
+	}
+	return false
+}
+
 // markBindings records which iter values of the BlockRealizes under s use
 // one of vars (the loop variables a Split or Fuse is about to replace).
 // Only the realizes directly under s (not inside a block) can: a block's
@@ -54,22 +64,27 @@ func markBindings(s ir.Stmt, vars []*ir.Var) bindingMarks {
 // substituteLoopVars replaces loop variables in the statements under s that
 // can see them: the bindings and predicates of the realizes directly under
 // s, and conditions outside blocks (not the blocks' bodies, which never
-// see the loops around them).
-func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr) {
+// see the loops around them). Of the bindings, only those marked (see
+// markBindings, called with the variables of m) use them.
+func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr, marks bindingMarks) {
 	switch x := s.(type) {
 	case *ir.For:
-		substituteLoopVars(x.Body, m)
+		substituteLoopVars(x.Body, m, marks)
 	case *ir.SeqStmt:
 		for _, c := range x.Stmts {
-			substituteLoopVars(c, m)
+			substituteLoopVars(c, m, marks)
 		}
 	case *ir.IfThenElse:
 		x.Cond = ir.SubstituteMap(x.Cond, m)
-		substituteLoopVars(x.Then, m)
-		substituteLoopVars(x.Else, m)
+		substituteLoopVars(x.Then, m, marks)
+		substituteLoopVars(x.Else, m, marks)
 	case *ir.BlockRealize:
-		for i, v := range x.IterValues {
-			x.IterValues[i] = ir.SubstituteMap(v, m)
+		if uses := marks.of(x); uses != nil {
+			for i, v := range x.IterValues {
+				if uses[i] {
+					x.IterValues[i] = ir.SubstituteMap(v, m)
+				}
+			}
 		}
 		if x.Predicate != nil {
 			x.Predicate = ir.SubstituteMap(x.Predicate, m)
@@ -87,6 +102,9 @@ func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr) {
 // simplify_trivial_iterators); with true they stay, so that a unit tile
 // still shows in the bindings as TVM keeps it.
 func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks bindingMarks, preserveUnit bool) {
+	if !marks.any() {
+		return
+	}
 	la := sch.analyzer()
 	defer sch.release(la)
 	a := la.Analyzer

@@ -29,13 +29,27 @@ type dependency struct {
 type scopeInfo struct {
 	root     *ir.Block
 	children []*ir.BlockRealize
-	writers  map[*ir.Buffer][]*ir.Block
+	writes   []bufferUse // each write region of a child, in program order
 	deps     []dependency
 }
 
+// bufferUse is a block's access to a buffer. A scope has a few children
+// with a few regions each, so lists searched linearly serve better than
+// maps.
+type bufferUse struct {
+	buf *ir.Buffer
+	blk *ir.Block
+}
+
 func newScopeInfo(root *ir.Block) *scopeInfo {
-	sc := &scopeInfo{root: root, children: childRealizes(root), writers: map[*ir.Buffer][]*ir.Block{}}
-	readers := map[*ir.Buffer][]*ir.Block{}
+	sc := &scopeInfo{root: root, children: childRealizes(root)}
+	nr, nw := 0, 0
+	for _, r := range sc.children {
+		nr += len(r.Block.Reads)
+		nw += len(r.Block.Writes)
+	}
+	reads := make([]bufferUse, 0, nr)
+	sc.writes = make([]bufferUse, 0, nw)
 	add := func(src, dst *ir.Block, k depKind) {
 		if src != dst {
 			sc.deps = append(sc.deps, dependency{src, dst, k})
@@ -44,28 +58,57 @@ func newScopeInfo(root *ir.Block) *scopeInfo {
 	for _, r := range sc.children {
 		b := r.Block
 		for _, rg := range b.Reads {
-			readers[rg.Buffer] = append(readers[rg.Buffer], b)
+			reads = append(reads, bufferUse{rg.Buffer, b})
 		}
 		for _, rg := range b.Writes {
-			sc.writers[rg.Buffer] = append(sc.writers[rg.Buffer], b)
+			sc.writes = append(sc.writes, bufferUse{rg.Buffer, b})
 		}
 		for _, rg := range b.Reads {
-			for _, w := range sc.writers[rg.Buffer] {
-				add(w, b, depRAW)
+			for _, w := range sc.writes {
+				if w.buf == rg.Buffer {
+					add(w.blk, b, depRAW)
+				}
 			}
 		}
 		for _, rg := range b.Writes {
-			for _, w := range sc.writers[rg.Buffer] {
-				add(w, b, depWAW)
+			for _, w := range sc.writes {
+				if w.buf == rg.Buffer {
+					add(w.blk, b, depWAW)
+				}
 			}
 		}
 		for _, rg := range b.Writes {
-			for _, w := range readers[rg.Buffer] {
-				add(w, b, depWAR)
+			for _, u := range reads {
+				if u.buf == rg.Buffer {
+					add(u.blk, b, depWAR)
+				}
 			}
 		}
 	}
 	return sc
+}
+
+// writers returns the blocks that write buf, once per write region, in
+// program order.
+func (sc *scopeInfo) writers(buf *ir.Buffer) []*ir.Block {
+	var out []*ir.Block
+	for _, w := range sc.writes {
+		if w.buf == buf {
+			out = append(out, w.blk)
+		}
+	}
+	return out
+}
+
+// numWriters returns the number of write regions of buf in the scope.
+func (sc *scopeInfo) numWriters(buf *ir.Buffer) int {
+	n := 0
+	for _, w := range sc.writes {
+		if w.buf == buf {
+			n++
+		}
+	}
+	return n
 }
 
 // producers returns the blocks b depends on through RAW or WAW
@@ -117,7 +160,7 @@ func (sc *scopeInfo) realizeOf(b *ir.Block) *ir.BlockRealize {
 // buffer it writes.
 func (sc *scopeInfo) isDominant(b *ir.Block) bool {
 	for _, w := range b.Writes {
-		if len(sc.writers[w.Buffer]) > 1 {
+		if sc.numWriters(w.Buffer) > 1 {
 			return false
 		}
 	}

@@ -47,10 +47,11 @@
 // # Speed
 //
 // Parse plus Replay of the reference dense trace (64 instructions) takes
-// 0.18-0.24 ms of CPU on the shared 2-core development machine, depending
-// on its load (4,200-5,700 replays per second and per core; parsing alone
+// 0.17-0.22 ms of CPU on the shared 2-core development machine, depending
+// on its load (4,500-5,900 replays per second and per core; parsing alone
 // is about 0.02 ms), and the C2D trace of the same structure (74
-// instructions) 0.39-0.45 ms: BenchmarkReplayDense and BenchmarkReplayC2D
+// instructions) 0.34-0.40 ms: BenchmarkReplayDense and BenchmarkReplayC2D
 // with -cpu 1. Most of the time goes to simplifying bindings and regions
-// (kernels/arith) and to the garbage it makes.
+// (kernels/arith) and to the garbage it makes: a quarter of it is the
+// garbage collector's, run every twenty or so C2D replays (175 KB each).
 package trace

@@ -631,6 +631,9 @@ func applySamplePerfectTile(s *Session, in Inst, d *Value) ([]schedule.RV, *Valu
 	for i, v := range vs {
 		out[i] = v
 	}
+	if d != nil && slices.Equal(used, dec) {
+		return out, d, nil // the decision as given (values are immutable)
+	}
 	uv := IntsValue(used)
 	return out, &uv, nil
 }
@@ -668,6 +671,9 @@ func applySampleCategorical(s *Session, in Inst, d *Value) ([]schedule.RV, *Valu
 	v, i, err := s.sch.SampleCategorical(cands, probs, dec)
 	if err != nil {
 		return nil, nil, err
+	}
+	if d != nil && d.Int == i {
+		return []schedule.RV{v}, d, nil // the decision as given
 	}
 	uv := IntValue(i)
 	return []schedule.RV{v}, &uv, nil

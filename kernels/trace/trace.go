@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -63,9 +64,11 @@ func parseFast(data []byte) (*Trace, bool) {
 		p.space()
 		return p.pos < len(p.data) && p.data[p.pos] == c
 	}
-	// TVM's traces take 45 to 65 bytes per instruction: room for all of
-	// them, most of the time, without a scan.
-	t := &Trace{Insts: make([]Inst, 0, len(data)/40+8)}
+	// Every instruction opens at least four arrays (itself, its inputs,
+	// attributes and outputs): a quarter of the '[' bounds their number,
+	// and TVM's traces (5 to 6 brackets per instruction with the
+	// decisions) come close to it.
+	t := &Trace{Insts: make([]Inst, 0, bytes.Count(data, []byte{'['})/4+1)}
 	if !expect('[') || !expect('[') {
 		return nil, false
 	}
@@ -130,6 +133,14 @@ func parseFast(data []byte) (*Trace, bool) {
 		return nil, false
 	}
 	if !expect(']') {
+		// Decisions belong to the sampling instructions, as a rule.
+		n := 0
+		for _, in := range t.Insts {
+			if strings.HasPrefix(in.Kind, "Sample") {
+				n++
+			}
+		}
+		t.Decisions = make([]Decision, 0, n)
 		seen := make([]bool, len(t.Insts))
 		for {
 			if !expect('[') {

@@ -91,17 +91,53 @@ type microBatch struct {
 	// Targets lists the flat positions (row*Len+col) whose label is
 	// trained on, in order.
 	Targets []int64
+	// PadTargets is how many ignored rows the loss adds after Targets, so
+	// that the output head sees a quantized number of rows (see padding).
+	PadTargets int
 	// Tokens counts the real (unpadded) input tokens.
 	Tokens int
 }
 
-// makeMicroBatch pads the examples idx of exs to a common length. Padding
-// goes at the end of each row, where the causal mask keeps it from
-// influencing real positions; its input id is 0 and its label is ignored.
-func makeMicroBatch(exs []Example, idx []int) microBatch {
+// padding quantizes micro-batch shapes. libtorch's CPU tensors come from
+// malloc, and a trainer whose every step has new tensor sizes (one length
+// per micro-batch, one number of target rows) fragments glibc's heap: on a
+// 1,000-step soak of variable-length examples the heap in use stayed flat
+// while the memory glibc held, and so the resident set, grew by ~90 MB.
+// Rounding the length up to a multiple of Len (at most MaxLen) and the target
+// rows up to a multiple of Targets leaves a few dozen shapes, whose blocks
+// the allocator reuses. The padding is masked out of the results: rows
+// end with ignored positions under the causal mask, and padded target rows
+// carry ignoreLabel. Zero fields pad nothing.
+type padding struct {
+	Len, MaxLen, Targets int
+}
+
+// trainPadding is the padding of training and held-out micro-batches for a
+// model of context ctx: lengths by 16 tokens (at most ~5% more attention
+// and MLP work on typical lengths) and target rows by 128 (a few percent
+// of the output head's work).
+func trainPadding(ctx int) padding { return padding{Len: 16, MaxLen: ctx, Targets: 128} }
+
+func roundUp(n, q int) int {
+	if q <= 1 {
+		return n
+	}
+	return (n + q - 1) / q * q
+}
+
+// makeMicroBatch pads the examples idx of exs to a common length, quantized
+// by pad. Padding goes at the end of each row, where the causal mask keeps
+// it from influencing real positions; its input id is 0 and its label is
+// ignored.
+func makeMicroBatch(exs []Example, idx []int, pad padding) microBatch {
 	n := 0
 	for _, i := range idx {
 		n = max(n, exampleLen(exs[i]))
+	}
+	if q := roundUp(n, pad.Len); pad.MaxLen <= 0 || q <= pad.MaxLen {
+		n = q
+	} else {
+		n = max(n, pad.MaxLen)
 	}
 	mb := microBatch{Rows: len(idx), Len: n}
 	mb.Inputs = make([]int64, len(idx)*n)
@@ -126,5 +162,6 @@ func makeMicroBatch(exs []Example, idx []int) microBatch {
 			}
 		}
 	}
+	mb.PadTargets = roundUp(len(mb.Targets), pad.Targets) - len(mb.Targets)
 	return mb
 }

@@ -10,7 +10,7 @@ func TestMakeMicroBatch(t *testing.T) {
 		{Prompt: []int{1, 2}, Target: []int{3, 4}},
 		{Prompt: []int{5}, Target: []int{6}},
 	}
-	mb := makeMicroBatch(exs, []int{0, 1})
+	mb := makeMicroBatch(exs, []int{0, 1}, padding{})
 	const x = ignoreLabel
 	want := microBatch{
 		Rows: 2, Len: 3,
@@ -22,6 +22,53 @@ func TestMakeMicroBatch(t *testing.T) {
 	if mb.Rows != want.Rows || mb.Len != want.Len || mb.Tokens != want.Tokens ||
 		!slices.Equal(mb.Inputs, want.Inputs) || !slices.Equal(mb.Labels, want.Labels) || !slices.Equal(mb.Targets, want.Targets) {
 		t.Errorf("makeMicroBatch = %+v; want %+v", mb, want)
+	}
+}
+
+func TestMakeMicroBatchPadded(t *testing.T) {
+	exs := []Example{
+		{Prompt: []int{1, 2}, Target: []int{3, 4}},
+		{Prompt: []int{5}, Target: []int{6}},
+	}
+	const x = ignoreLabel
+	for _, c := range []struct {
+		name    string
+		pad     padding
+		len     int
+		padRows int
+	}{
+		{"none", padding{}, 3, 0},
+		{"length by 4", padding{Len: 4, MaxLen: 8}, 4, 0},
+		{"length capped by the context", padding{Len: 4, MaxLen: 3}, 3, 0},
+		{"targets by 4", padding{Targets: 4}, 3, 1},
+		{"both", padding{Len: 8, MaxLen: 16, Targets: 8}, 8, 5},
+	} {
+		mb := makeMicroBatch(exs, []int{0, 1}, c.pad)
+		if mb.Len != c.len || mb.PadTargets != c.padRows || mb.Tokens != 4 || len(mb.Targets) != 3 {
+			t.Errorf("%s: Len %d, PadTargets %d, Tokens %d, %d targets; want %d, %d, 4, 3",
+				c.name, mb.Len, mb.PadTargets, mb.Tokens, len(mb.Targets), c.len, c.padRows)
+			continue
+		}
+		// Row 0 is [1 2 3] then padding, row 1 is [5] then padding; the
+		// labelled positions keep their labels wherever the rows start.
+		n := int64(mb.Len)
+		if want := []int64{1, 2, n}; !slices.Equal(mb.Targets, want) {
+			t.Errorf("%s: targets %v; want %v", c.name, mb.Targets, want)
+		}
+		for p, l := range mb.Labels {
+			want := int64(x)
+			switch int64(p) {
+			case 1:
+				want = 3
+			case 2:
+				want = 4
+			case n:
+				want = 6
+			}
+			if l != want {
+				t.Errorf("%s: label at %d is %d; want %d", c.name, p, l, want)
+			}
+		}
 	}
 }
 

@@ -216,11 +216,18 @@ func (m *Model) lossSum(a *arena, mb *microBatch, train bool) *ts.Tensor {
 	b, t := int64(mb.Rows), int64(mb.Len)
 	inputs := a.int64Tensor(mb.Inputs, b, t)
 	x := a.view(m.hidden(a, inputs, b, t, train), b*t, int64(m.cfg.Width))
-	labels := make([]int64, len(mb.Targets))
-	for i, p := range mb.Targets {
-		labels[i] = mb.Labels[p]
+	// Padded target rows read position 0 and are ignored by the loss.
+	n := len(mb.Targets) + mb.PadTargets
+	labels := make([]int64, n)
+	pos := make([]int64, n)
+	copy(pos, mb.Targets)
+	for i := range labels {
+		labels[i] = ignoreLabel
+		if i < len(mb.Targets) {
+			labels[i] = mb.Labels[mb.Targets[i]]
+		}
 	}
-	idx := a.int64Tensor(mb.Targets, int64(len(mb.Targets)))
+	idx := a.int64Tensor(pos, int64(n))
 	logits := m.head(a, a.indexSelect(x, 0, idx))
 	return a.crossEntropySum(logits, a.int64Tensor(labels, int64(len(labels))))
 }

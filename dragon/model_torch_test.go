@@ -44,7 +44,13 @@ func TestCausal(t *testing.T) {
 // lossOf returns the summed loss of the examples idx as one micro-batch.
 func lossOf(t *testing.T, m *Model, exs []Example, idx []int) float64 {
 	t.Helper()
-	mb := makeMicroBatch(exs, idx)
+	return paddedLossOf(t, m, exs, idx, padding{})
+}
+
+// paddedLossOf is lossOf with the micro-batch's shape quantized by pad.
+func paddedLossOf(t *testing.T, m *Model, exs []Example, idx []int, pad padding) float64 {
+	t.Helper()
+	mb := makeMicroBatch(exs, idx, pad)
 	var v float64
 	err := m.do(func() error {
 		return noGrad(func() error {
@@ -84,6 +90,12 @@ func TestPaddingAndPromptMasking(t *testing.T) {
 	batched := lossOf(t, m, exs, []int{0, 1, 2})
 	if math.Abs(batched-sep) > 1e-4*sep {
 		t.Errorf("loss of the padded batch %v; sum of the examples alone %v", batched, sep)
+	}
+	// The trainer's shape quantization (longer rows, ignored target rows)
+	// changes nothing either.
+	quantized := paddedLossOf(t, m, exs, []int{0, 1, 2}, padding{Len: 4, MaxLen: cfg.Context, Targets: 16})
+	if math.Abs(quantized-sep) > 1e-4*sep {
+		t.Errorf("loss of the quantized batch %v; sum of the examples alone %v", quantized, sep)
 	}
 	// Changing the prompt's last token changes the loss (it is read), but
 	// a prompt token's own prediction is never scored: a model loss over

@@ -199,7 +199,7 @@ func TestGradientCheck(t *testing.T) {
 		{Prompt: []int{6}, Target: []int{0, 1}},
 		{Prompt: []int{2, 2, 5, 1}, Target: []int{3, 3, 0, 4}},
 	}
-	mb := makeMicroBatch(exs, []int{0, 1, 2})
+	mb := makeMicroBatch(exs, []int{0, 1, 2}, padding{})
 	loss := func() float64 {
 		var v float64
 		err := m.do(func() error {

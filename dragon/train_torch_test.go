@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"dragonx/internal/progress"
+	"dragonx/internal/torchrt"
 )
 
 // Tokens of the reversal task: digits 0-9, then BOS, SEP and EOS.
@@ -356,6 +357,7 @@ func TestSoak(t *testing.T) {
 	}
 	trainLosses(t, tr, 300)
 	before := measure()
+	inUse0, held0 := torchrt.Heap()
 	start := time.Now()
 	const steps = 1000
 	trainLosses(t, tr, steps)
@@ -363,8 +365,11 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	grow := float64(measure() - before)
+	inUse1, held1 := torchrt.Heap()
 	t.Logf("training: %d steps in %v, RSS %.1f MB -> %+.0f KB per 1,000 steps", steps, time.Since(start).Round(time.Second),
 		float64(before)/(1<<20), grow/1024*1000/steps)
+	t.Logf("training: C heap in use %.1f -> %.1f MB, held by glibc %.1f -> %.1f MB",
+		float64(inUse0)/(1<<20), float64(inUse1)/(1<<20), float64(held0)/(1<<20), float64(held1)/(1<<20))
 	if grow*1000/steps > 1<<20 {
 		t.Errorf("training grows the RSS by %.0f KB per 1,000 steps; want < 1 MB", grow/1024*1000/steps)
 	}

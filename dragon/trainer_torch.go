@@ -162,7 +162,7 @@ func (t *Trainer) TrainStep(ctx context.Context) (StepStats, error) {
 	mbs := make([]microBatch, t.cfg.Accum)
 	stats := StepStats{LR: t.cfg.LRAt(t.st.Step)}
 	for i := range mbs {
-		mbs[i] = makeMicroBatch(t.train, t.nextBatch())
+		mbs[i] = makeMicroBatch(t.train, t.nextBatch(), trainPadding(t.m.cfg.Context))
 		stats.Tokens += mbs[i].Tokens
 		stats.Targets += len(mbs[i].Targets)
 	}
@@ -300,7 +300,7 @@ func (t *Trainer) Eval(ctx context.Context) (float64, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		mb := makeMicroBatch(t.eval, idx)
+		mb := makeMicroBatch(t.eval, idx, trainPadding(t.m.cfg.Context))
 		err := t.m.do(func() error {
 			return noGrad(func() error {
 				a := &t.a

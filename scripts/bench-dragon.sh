@@ -9,4 +9,4 @@ echo "== dragon: dragonx dragon bench"
 bin/dragonx dragon bench
 echo "== dragon: memory soak"
 go test -tags=torch -count=1 -timeout 60m -run '^TestSoak$' -v ./dragon -args -dragon.soak -dragon.threads=2 |
-  grep -E '^(=== RUN|--- |ok|FAIL|PASS)|RSS|runtime:'
+  grep -E '^(=== RUN|--- |ok|FAIL|PASS)|RSS|heap|runtime:'

@@ -108,4 +108,10 @@ int torchrt_set_rng_state(const uint8_t *buf, int64_t n, char **err) {
   }
 }
 
+void torchrt_heap(int64_t *in_use, int64_t *held) {
+  struct mallinfo2 mi = mallinfo2();
+  *in_use = (int64_t)(mi.uordblks + mi.hblkhd);
+  *held = (int64_t)(mi.arena + mi.hblkhd);
+}
+
 }  // extern "C"

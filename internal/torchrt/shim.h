@@ -21,6 +21,9 @@ const char *torchrt_version(void);
 // large enough) and returns its size, or -1 with *err set (free it).
 int64_t torchrt_rng_state(uint8_t *buf, int64_t cap, char **err);
 int torchrt_set_rng_state(const uint8_t *buf, int64_t n, char **err);
+// torchrt_heap reports glibc's heap: bytes in use by the program and bytes
+// the allocator holds from the system (every arena, in use or free).
+void torchrt_heap(int64_t *in_use, int64_t *held);
 
 #ifdef __cplusplus
 }

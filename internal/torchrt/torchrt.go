@@ -35,6 +35,18 @@ func SetThreads(n int) {
 	C.torchrt_set_threads(C.int(n))
 }
 
+// Heap reports the C heap (glibc's malloc, which libtorch's CPU tensors
+// use): inUse is what the program has allocated and not freed, held is what
+// the allocator holds from the system in every arena, free or not. Held
+// above inUse is the allocator's cache and fragmentation: with the trim
+// threshold raised (see MallocTuned) it is not given back, so the resident
+// set follows held, and a leak shows as inUse growing.
+func Heap() (inUse, held int64) {
+	var u, h C.int64_t
+	C.torchrt_heap(&u, &h)
+	return int64(u), int64(h)
+}
+
 // Threads reports libtorch's intra-op thread count for the calling thread.
 func Threads() int { return int(C.torchrt_threads()) }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/sugarme/gotch"
@@ -151,6 +152,13 @@ func benchTrain(ctx context.Context, rt *Runtime, cfg Config, batch, seqLen int,
 	return res, nil
 }
 
+// median returns the median of xs (the upper one of an even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
 // benchSample times sampling with and without the KV cache: a 32-token
 // prompt and 256 new tokens (64 when quick) of one sequence, top-k 20 at
 // temperature 1, no stop token (so every run generates the same count).
@@ -192,12 +200,26 @@ func benchSample(ctx context.Context, rt *Runtime, quick bool) (BenchSample, err
 		}
 		return float64(n) / time.Since(start).Seconds(), nil
 	}
-	if res.KVTokensPerS, err = rate(1, false); err != nil {
-		return res, err
+	// The two are timed alternately, three times each (once when quick),
+	// and each rate is the median: the machine's speed drifts over seconds,
+	// and the ratio of one timing of each can be off by a third.
+	rounds := 3
+	if quick {
+		rounds = 1
 	}
-	if res.NoKVTokensPerS, err = rate(1, true); err != nil {
-		return res, err
+	var kv, nokv []float64
+	for range rounds {
+		r, err := rate(1, false)
+		if err != nil {
+			return res, err
+		}
+		kv = append(kv, r)
+		if r, err = rate(1, true); err != nil {
+			return res, err
+		}
+		nokv = append(nokv, r)
 	}
+	res.KVTokensPerS, res.NoKVTokensPerS = median(kv), median(nokv)
 	if !quick {
 		if res.KVBatch16TokensPerS, err = rate(16, false); err != nil {
 			return res, err

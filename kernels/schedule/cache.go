@@ -22,22 +22,7 @@ import (
 // are shifted, as TVM does since v0.14. It returns the new block.
 func (s *Schedule) CacheRead(b BlockRV, i int64, scope string, consumers []BlockRV) (BlockRV, error) {
 	const prim = "CacheRead"
-	if err := s.checkStorageScope(prim, scope); err != nil {
-		return BlockRV{}, err
-	}
-	blk, bp, err := s.blockContext(prim, b)
-	if err != nil {
-		return BlockRV{}, err
-	}
-	buf, err := s.accessBuffer(prim, b, blk, i, false)
-	if err != nil {
-		return BlockRV{}, err
-	}
-	sc, err := s.scopeOf(prim, b, blk, bp)
-	if err != nil {
-		return BlockRV{}, err
-	}
-	consumerSet, err := s.consumerSet(prim, consumers)
+	_, buf, sc, consumerSet, err := s.cacheContext(prim, b, i, false, scope, consumers)
 	if err != nil {
 		return BlockRV{}, err
 	}
@@ -127,22 +112,7 @@ func (s *Schedule) CacheRead(b BlockRV, i int64, scope string, consumers []Block
 // buffer in its scope.
 func (s *Schedule) CacheWrite(b BlockRV, i int64, scope string, consumers []BlockRV) (BlockRV, error) {
 	const prim = "CacheWrite"
-	if err := s.checkStorageScope(prim, scope); err != nil {
-		return BlockRV{}, err
-	}
-	blk, bp, err := s.blockContext(prim, b)
-	if err != nil {
-		return BlockRV{}, err
-	}
-	buf, err := s.accessBuffer(prim, b, blk, i, true)
-	if err != nil {
-		return BlockRV{}, err
-	}
-	sc, err := s.scopeOf(prim, b, blk, bp)
-	if err != nil {
-		return BlockRV{}, err
-	}
-	consumerSet, err := s.consumerSet(prim, consumers)
+	blk, buf, sc, consumerSet, err := s.cacheContext(prim, b, i, true, scope, consumers)
 	if err != nil {
 		return BlockRV{}, err
 	}
@@ -582,4 +552,26 @@ func rewriteShallow(s ir.Stmt, fn func(ir.Expr) ir.Expr, st func(*ir.BufferStore
 			st(x)
 		}
 	}
+}
+
+// cacheContext checks and gathers what CacheRead and CacheWrite start from:
+// the block b, its i-th read (or written) buffer, its scope and the set of
+// consumers to redirect.
+func (s *Schedule) cacheContext(prim string, b BlockRV, i int64, write bool, scope string, consumers []BlockRV) (
+	blk *ir.Block, buf *ir.Buffer, sc *scopeInfo, consumerSet map[*ir.Block]bool, err error) {
+	if err = s.checkStorageScope(prim, scope); err != nil {
+		return
+	}
+	var bp blockPath
+	if blk, bp, err = s.blockContext(prim, b); err != nil {
+		return
+	}
+	if buf, err = s.accessBuffer(prim, b, blk, i, write); err != nil {
+		return
+	}
+	if sc, err = s.scopeOf(prim, b, blk, bp); err != nil {
+		return
+	}
+	consumerSet, err = s.consumerSet(prim, consumers)
+	return
 }

@@ -112,28 +112,27 @@ func rvKind(rv schedule.RV) string {
 	return "an expression"
 }
 
-func (s *Session) blockInput(in Inst, i int) (schedule.BlockRV, error) {
+// typedInput decodes input i as a random variable of type T, which the
+// error calls what.
+func typedInput[T schedule.RV](s *Session, in Inst, i int, what string) (T, error) {
+	var zero T
 	rv, name, err := s.rvInput(in, i)
 	if err != nil {
-		return schedule.BlockRV{}, err
+		return zero, err
 	}
-	b, ok := rv.(schedule.BlockRV)
+	x, ok := rv.(T)
 	if !ok {
-		return schedule.BlockRV{}, fmt.Errorf("input %d is %s, %s, where a block is expected", i, name, rvKind(rv))
+		return zero, fmt.Errorf("input %d is %s, %s, where %s is expected", i, name, rvKind(rv), what)
 	}
-	return b, nil
+	return x, nil
+}
+
+func (s *Session) blockInput(in Inst, i int) (schedule.BlockRV, error) {
+	return typedInput[schedule.BlockRV](s, in, i, "a block")
 }
 
 func (s *Session) loopInput(in Inst, i int) (schedule.LoopRV, error) {
-	rv, name, err := s.rvInput(in, i)
-	if err != nil {
-		return schedule.LoopRV{}, err
-	}
-	l, ok := rv.(schedule.LoopRV)
-	if !ok {
-		return schedule.LoopRV{}, fmt.Errorf("input %d is %s, %s, where a loop is expected", i, name, rvKind(rv))
-	}
-	return l, nil
+	return typedInput[schedule.LoopRV](s, in, i, "a loop")
 }
 
 func (s *Session) blockOrLoopInput(in Inst, i int) (schedule.RV, error) {

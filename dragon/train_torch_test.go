@@ -295,20 +295,7 @@ func TestMemoryFlat(t *testing.T) {
 		prompts[i] = train[i].Prompt
 	}
 	opts := SampleOptions{Temperature: 1, TopK: 8, TopP: 0.95}
-	sample := func(n int) int {
-		tokens := 0
-		for tokens < n {
-			opts.Seed++
-			out, err := m.Sample(context.Background(), prompts, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range out {
-				tokens += len(s.Tokens)
-			}
-		}
-		return tokens
-	}
+	sample := func(n int) int { return sampleTokens(t, m, prompts, &opts, n) }
 	sample(20000)
 	before = measure()
 	n := sample(100000)
@@ -317,6 +304,24 @@ func TestMemoryFlat(t *testing.T) {
 	if grow > 1<<20 {
 		t.Errorf("sampling grows the RSS by %.0f KB per 100,000 tokens; want < 1 MB", grow/1024)
 	}
+}
+
+// sampleTokens samples from prompts with opts, a new seed each round, until
+// at least n tokens have come out, and returns how many did.
+func sampleTokens(t *testing.T, m *Model, prompts [][]int, opts *SampleOptions, n int) int {
+	t.Helper()
+	tokens := 0
+	for tokens < n {
+		opts.Seed++
+		out, err := m.Sample(context.Background(), prompts, *opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range out {
+			tokens += len(s.Tokens)
+		}
+	}
+	return tokens
 }
 
 var soak = flag.Bool("dragon.soak", false, "run the memory soak test (minutes; make bench runs it)")
@@ -379,20 +384,7 @@ func TestSoak(t *testing.T) {
 		prompts[i] = train[i].Prompt[:min(len(train[i].Prompt), 32)]
 	}
 	opts := SampleOptions{Temperature: 1, TopK: 40, MaxNew: 200}
-	sample := func(n int) int {
-		tokens := 0
-		for tokens < n {
-			opts.Seed++
-			out, err := m.Sample(context.Background(), prompts, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range out {
-				tokens += len(s.Tokens)
-			}
-		}
-		return tokens
-	}
+	sample := func(n int) int { return sampleTokens(t, m, prompts, &opts, n) }
 	sample(20000)
 	before = measure()
 	start = time.Now()

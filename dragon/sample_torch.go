@@ -76,7 +76,8 @@ func (m *Model) Sample(ctx context.Context, prompts [][]int, opts SampleOptions)
 			d.seqs[i][d.pads[i]+j] = int64(t)
 		}
 	}
-	defer m.do(func() error { d.cache.free(); d.a.reset(); return nil })
+	d.curThreads = d.threads
+	defer m.do(func() error { d.setThreads(d.threads); d.cache.free(); d.a.reset(); return nil })
 
 	pk := newPicker(opts, m.cfg.Vocab)
 	out := make([]Sample, d.b)
@@ -124,11 +125,14 @@ type decoder struct {
 	b, p    int // batch size, padded prompt length
 	slots   int // positions that can ever be fed
 	noCache bool
-	threads int       // the runtime's intra-op threads
-	pads    []int     // left padding of each row
-	seqs    [][]int64 // each row's tokens by slot (padding, prompt, output)
-	cache   kvCache
-	a       arena
+	threads int // the runtime's intra-op threads
+	// curThreads is libtorch's intra-op thread count while this decoder
+	// runs (see run).
+	curThreads int
+	pads       []int     // left padding of each row
+	seqs       [][]int64 // each row's tokens by slot (padding, prompt, output)
+	cache      kvCache
+	a          arena
 }
 
 // run feeds slots [start, start+n) of every row and returns the next-token
@@ -141,11 +145,14 @@ func (d *decoder) run(start, n int) ([]float32, error) {
 	err := d.m.do(func() error {
 		// Few rows per step make small products, which one thread runs
 		// faster than two (their synchronisation costs more than the
-		// work: 11 vs 19 µs for a 768x256 matrix-vector product).
-		if rows := d.b * n; rows < singleThreadRows && d.threads > 1 {
-			torchrt.SetThreads(1)
-			defer torchrt.SetThreads(d.threads)
+		// work: 11 vs 19 µs for a 768x256 matrix-vector product). The
+		// setting stays across steps (changing it costs too); Sample
+		// restores the runtime's when it ends.
+		want := d.threads
+		if d.b*n < singleThreadRows {
+			want = 1
 		}
+		d.setThreads(want)
 		return noGrad(func() error {
 			defer d.a.reset()
 			d.a.gemv = d.b*n == 1
@@ -218,6 +225,15 @@ func (d *decoder) forward(start, n int) *ts.Tensor {
 		x = m.mlp(a, blk, a.add(x, y), false)
 	}
 	return m.head(a, a.selectAt(x, 1, s-1))
+}
+
+// setThreads sets libtorch's intra-op threads to n when they are not
+// already. Torch thread.
+func (d *decoder) setThreads(n int) {
+	if n != d.curThreads {
+		torchrt.SetThreads(n)
+		d.curThreads = n
+	}
 }
 
 // allocCache creates the zeroed cache. Torch thread.

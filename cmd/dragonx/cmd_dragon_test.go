@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -65,5 +66,53 @@ func TestBenchJSONShape(t *testing.T) {
 		if !strings.Contains(table.String(), s) {
 			t.Errorf("bench table lacks %q:\n%s", s, table.String())
 		}
+	}
+}
+
+// TestDragonBenchQuick runs the real benchmark through the CLI (--quick:
+// fewer steps and 64 new tokens; about 40 s on 2 cores) and checks that
+// every figure was measured and is plausible.
+func TestDragonBenchQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains three models")
+	}
+	code, stdout, stderr := runCLI("dragon", "bench", "--quick", "--json")
+	if code != exitOK {
+		t.Fatalf("dragonx dragon bench --quick --json: exit %d\n%s", code, stderr)
+	}
+	var r struct {
+		Peak  float64 `json:"sgemm_peak_gflops"`
+		Train []struct {
+			Params     int64   `json:"params"`
+			TokensPerS float64 `json:"tokens_per_s"`
+			GFLOPS     float64 `json:"gflops"`
+			MFU        float64 `json:"mfu"`
+		} `json:"train"`
+		Sample struct {
+			KV   float64 `json:"kv_tokens_per_s"`
+			NoKV float64 `json:"nokv_tokens_per_s"`
+		} `json:"sample"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("bench output is not the JSON document: %v\n%s", err, stdout)
+	}
+	if r.Peak <= 0 || len(r.Train) != 3 || r.Sample.KV <= 0 || r.Sample.NoKV <= 0 {
+		t.Fatalf("bench report incomplete: %s", stdout)
+	}
+	for i, tr := range r.Train {
+		if tr.TokensPerS <= 0 || tr.GFLOPS <= 0 || tr.MFU <= 0 || tr.MFU > 2 {
+			t.Errorf("train row %d implausible: %+v", i, tr)
+		}
+		// GFLOP/s and MFU are two views of one measurement.
+		if got := tr.GFLOPS / r.Peak; math.Abs(got-tr.MFU) > 1e-6*tr.MFU {
+			t.Errorf("train row %d: MFU %v, but GFLOP/s over the peak is %v", i, tr.MFU, got)
+		}
+		if i > 0 && tr.Params <= r.Train[i-1].Params {
+			t.Errorf("train rows not in increasing size: %d after %d params", tr.Params, r.Train[i-1].Params)
+		}
+	}
+	// Even 64 tokens in, the KV cache must beat recomputing the context.
+	if r.Sample.KV <= r.Sample.NoKV {
+		t.Errorf("KV-cache sampling %.1f tokens/s is not faster than recomputing (%.1f)", r.Sample.KV, r.Sample.NoKV)
 	}
 }

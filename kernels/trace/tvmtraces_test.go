@@ -145,9 +145,6 @@ type traceFacts struct {
 	// coopSplit gives, per shared stage, the loop extents of the split
 	// fused copy loop (the postprocessors' cooperative fetch).
 	coopSplit map[string][]int64
-	// alias maps a block name of SOURCE.md to the name it has here when
-	// the workload names a buffer differently.
-	alias map[string]string
 }
 
 var mltAnn = map[string]string{
@@ -193,11 +190,6 @@ var facts = map[string]traceFacts{
 		unroll:  16,
 		stages:  []stage{{"depth_conv2d_nhwc_local", []int64{1, 112, 112, 32}, "local"}, {"PadInput_shared", []int64{1, 114, 114, 32}, "shared"}, {"placeholder_shared", []int64{1, 3, 3, 32}, "shared"}},
 		fused:   map[string]int64{"PadInput_shared": 415872, "placeholder_shared": 288},
-		// TVM names both placeholders "placeholder" (its printer shows the
-		// second as placeholder_1), so the weight's cache stage is
-		// placeholder_shared; kernels/workload names the weight buffer
-		// placeholder_1, which gives placeholder_1_shared.
-		alias:   map[string]string{"placeholder_shared": "placeholder_1_shared"},
 		gone:    []string{"PadInput"},
 		anchorA: mltAnn,
 	},
@@ -308,12 +300,6 @@ func TestTVMTracesFacts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := replay(t, name, trace.Options{})
 			f := s.Func()
-			alias := func(n string) string {
-				if a, ok := fc.alias[n]; ok {
-					return a
-				}
-				return n
-			}
 			anchor, err := ir.FindBlock(f, fc.anchor)
 			if err != nil {
 				t.Fatal(err)
@@ -328,7 +314,6 @@ func TestTVMTracesFacts(t *testing.T) {
 				}
 			}
 			for st, want := range fc.coop {
-				st = alias(st)
 				b, err := ir.FindBlock(f, st)
 				if err != nil {
 					t.Fatal(err)
@@ -343,7 +328,6 @@ func TestTVMTracesFacts(t *testing.T) {
 				}
 			}
 			for _, st := range fc.stages {
-				st.name = alias(st.name)
 				var buf *ir.Buffer
 				for _, b := range f.Root().AllocBuffers {
 					if b.Name() == st.name {
@@ -359,7 +343,6 @@ func TestTVMTracesFacts(t *testing.T) {
 				}
 			}
 			for st, want := range fc.fused {
-				st = alias(st)
 				b, err := ir.FindBlock(f, st)
 				if err != nil {
 					t.Fatal(err)

@@ -122,8 +122,10 @@ func buildConv(s *Spec) (*ir.PrimFunc, error) {
 }
 
 // buildDEP is te_workload.depthwise_conv2d_nhwc with factor 1: unnamed
-// placeholders (TVM names them placeholder and placeholder_1), weight
-// (1, k, k, C), and depth_conv2d_nhwc[n, h, w, c] = sum over rh, rw of
+// placeholders, which TVM names placeholder both (its printer shows the
+// second as placeholder_1, and the weight's cache stage is
+// placeholder_shared), weight (1, k, k, C), and
+// depth_conv2d_nhwc[n, h, w, c] = sum over rh, rw of
 // PadInput[n, h*s + rh, w*s + rw, c // 1] * placeholder_1[c % 1, rh, rw, c // 1]
 // (the // 1 and % 1 simplify away).
 func buildDEP(s *Spec) (*ir.PrimFunc, error) {
@@ -132,7 +134,7 @@ func buildDEP(s *Spec) (*ir.PrimFunc, error) {
 	const factor = 1
 	b := te.NewBuilder()
 	inputs := b.Placeholder("placeholder", t, n, h, w, c)
-	weight := b.Placeholder("placeholder_1", t, factor, k, k, c)
+	weight := b.Placeholder("placeholder", t, factor, k, k, c)
 	padv := symmetric(4, p, 1, 2)
 	padded := pad(b, inputs, "PadInput", padv, padv, ir.Const(t, 0))
 	rh, rw := b.ReduceAxis("rh", k), b.ReduceAxis("rw", k)

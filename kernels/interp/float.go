@@ -93,31 +93,39 @@ func floatExpr[T float](c *compiler, e ir.Expr) (func(*frame) T, error) {
 			return fv
 		}, nil
 	case *ir.Cast:
-		from := x.A().DType()
-		switch {
-		case from.IsInt() || from.IsBool():
-			a, err := c.intExpr(x.A())
-			if err != nil {
-				return nil, err
-			}
-			return func(fr *frame) T { return T(a(fr)) }, nil
-		case from == ir.Float32:
-			a, err := c.f32Expr(x.A())
-			if err != nil {
-				return nil, err
-			}
-			return func(fr *frame) T { return T(a(fr)) }, nil
-		case from == ir.Float64:
-			a, err := c.f64Expr(x.A())
-			if err != nil {
-				return nil, err
-			}
-			return func(fr *frame) T { return T(a(fr)) }, nil
+		if f, ok, err := castFrom[T](c, x.A()); ok {
+			return f, err
 		}
 	case *ir.Call:
 		return floatCall[T](c, x)
 	}
 	return nil, fmt.Errorf("cannot evaluate %s as %s", ir.ExprString(e), dtypeOf[T]())
+}
+
+// number is every Go type the interpreter computes in.
+type number interface{ ~int64 | ~float32 | ~float64 }
+
+// castFrom compiles e in its own type (integer or bool, float32, float64)
+// and converts each result to T with Go's conversion. ok is false when e's
+// type is none of those.
+func castFrom[T number](c *compiler, e ir.Expr) (fn func(*frame) T, ok bool, err error) {
+	from := e.DType()
+	switch {
+	case from.IsInt() || from.IsBool():
+		return convert[int64, T](c.intExpr(e))
+	case from == ir.Float32:
+		return convert[float32, T](c.f32Expr(e))
+	case from == ir.Float64:
+		return convert[float64, T](c.f64Expr(e))
+	}
+	return nil, false, nil
+}
+
+func convert[F, T number](a func(*frame) F, err error) (func(*frame) T, bool, error) {
+	if err != nil {
+		return nil, true, err
+	}
+	return func(fr *frame) T { return T(a(fr)) }, true, nil
 }
 
 func floatCall[T float](c *compiler, x *ir.Call) (func(*frame) T, error) {

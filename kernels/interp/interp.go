@@ -508,27 +508,12 @@ func (c *compiler) intExpr(e ir.Expr) (intFn, error) {
 			}, nil
 		}
 	case *ir.Cast:
-		wrap := intWrap(x.DType())
-		from := x.A().DType()
-		switch {
-		case from.IsInt() || from.IsBool():
-			a, err := c.intExpr(x.A())
+		if a, ok, err := castFrom[int64](c, x.A()); ok {
 			if err != nil {
 				return nil, err
 			}
+			wrap := intWrap(x.DType())
 			return func(fr *frame) int64 { return wrap(a(fr)) }, nil
-		case from == ir.Float32:
-			a, err := c.f32Expr(x.A())
-			if err != nil {
-				return nil, err
-			}
-			return func(fr *frame) int64 { return wrap(int64(a(fr))) }, nil
-		case from == ir.Float64:
-			a, err := c.f64Expr(x.A())
-			if err != nil {
-				return nil, err
-			}
-			return func(fr *frame) int64 { return wrap(int64(a(fr))) }, nil
 		}
 	}
 	return nil, fmt.Errorf("cannot evaluate %s as an integer", ir.ExprString(e))

@@ -373,3 +373,32 @@ func TestConcurrentRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestCasts checks every kind of Cast the interpreter compiles: float to
+// int (truncating toward zero, then wrapping to the target width), int to
+// float, and between float widths, against the same arithmetic in Go.
+func TestCasts(t *testing.T) {
+	const n = 16
+	b := te.NewBuilder()
+	A := b.Placeholder("A", ir.Float32, n)
+	out := b.Compute("casts", []int64{n}, func(i []ir.Expr) ir.Expr {
+		x := ir.Mul(A.At(i[0]), ir.FloatImmOf(ir.Float32, 300))
+		trunc := ir.CastTo(ir.Float32, ir.CastTo(ir.Int32, x))                       // float32 -> int32 -> float32
+		wrapped := ir.CastTo(ir.Float32, ir.CastTo(ir.Int8, ir.CastTo(ir.Int32, x))) // int32 -> int8 wraps
+		wide := ir.CastTo(ir.Float32, ir.CastTo(ir.Float64, A.At(i[0])))             // float32 -> float64 -> float32
+		index := ir.CastTo(ir.Float32, i[0])                                         // int -> float32
+		return ir.Add(ir.Add(trunc, ir.Mul(wrapped, ir.FloatImmOf(ir.Float32, 1000))), ir.Add(wide, index))
+	})
+	f, err := b.Func("main", []*te.Tensor{A, out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := interp.RandomArgs(f, 9)
+	run(t, f, args)
+	want := make([]float32, n)
+	for i, a := range args[0] {
+		x := a * 300
+		want[i] = float32(int32(x)) + float32(int8(int32(x)))*1000 + float32(float64(a)) + float32(i)
+	}
+	check(t, "casts", args[1], want)
+}

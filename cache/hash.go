@@ -23,6 +23,11 @@ func HashFile(ctx context.Context, path string) (Digest, int64, error) {
 		return Digest{}, 0, fmt.Errorf("cache: %w", err)
 	}
 	defer f.Close()
+	return hashOpenFile(ctx, f)
+}
+
+// hashOpenFile is HashFile of an open file, read from its current offset.
+func hashOpenFile(ctx context.Context, f *os.File) (Digest, int64, error) {
 	info, err := f.Stat()
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("cache: %w", err)

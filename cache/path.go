@@ -10,50 +10,117 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
+	"strings"
+	"syscall"
 	"time"
 )
 
 // PutPath stores the file or directory at path (following path itself if
 // it is a symbolic link) and returns its Output: for a file, the blob of its
 // bytes; for a directory, a tree (see Tree) whose files are stored as
-// blobs. Files already stored are hashed but not written again.
+// blobs. Files already stored are hashed but not written again. Links
+// inside a directory are stored as links, and must stay inside it (see
+// Tree).
 func PutPath(ctx context.Context, s Store, path string) (Output, error) {
-	return walkPath(ctx, path, func(abs string, _ fs.FileInfo) (Digest, int64, error) {
-		return putFile(ctx, s, abs)
-	}, func(t *Tree) (Digest, error) {
-		d, _, err := s.PutBlob(ctx, bytes.NewReader(t.Encode()))
-		return d, err
-	})
+	info, err := os.Stat(path)
+	if err != nil {
+		return Output{}, fmt.Errorf("cache: %w", err)
+	}
+	return walkPath(ctx, osFS{}, path, info, putFileFn(ctx, s), putTreeFn(ctx, s))
+}
+
+// PutPathIn stores the file or directory rel (a clean, slash-separated
+// path) inside the directory dir, as PutPath does, but follows no symbolic
+// link to get there and reads nothing outside dir: every element of rel,
+// the last one included, must be a directory or the output itself, not a
+// link, and every read goes through an os.Root of dir, so that a link made
+// or swapped in while it runs cannot take it outside. Stages store the
+// outputs of a command with it: a command that leaves "sub -> /elsewhere"
+// in its working directory cannot make dragonx read, or later move,
+// /elsewhere/file.
+func PutPathIn(ctx context.Context, s Store, dir, rel string) (Output, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return Output{}, fmt.Errorf("cache: %w", err)
+	}
+	defer root.Close()
+	info, err := lstatNoLinks(root, rel)
+	if err != nil {
+		return Output{}, err
+	}
+	return walkPath(ctx, rootFS{root}, rel, info, putFileFn(ctx, s), putTreeFn(ctx, s))
+}
+
+// lstatNoLinks returns the Lstat of rel inside root after checking that no
+// element of rel is a symbolic link and that every element but the last is
+// a directory.
+func lstatNoLinks(root *os.Root, rel string) (fs.FileInfo, error) {
+	if rel == "." || !validRel(rel) {
+		return nil, fmt.Errorf("cache: %q is not a clean relative path", rel)
+	}
+	elems := strings.Split(rel, "/")
+	var info fs.FileInfo
+	for i := range elems {
+		p := strings.Join(elems[:i+1], "/")
+		var err error
+		// Elements are checked in order, so Lstat never goes through a
+		// link that was not already refused.
+		if info, err = root.Lstat(p); err != nil {
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			target, _ := root.Readlink(p)
+			return nil, fmt.Errorf("cache: %s is a symbolic link (to %q); outputs are collected without following links: declare the file or directory it points to, or copy it in place of the link", p, target)
+		}
+		if i < len(elems)-1 && !info.IsDir() {
+			return nil, fmt.Errorf("cache: %s is a %s, not a directory", p, typeName(info.Mode()))
+		}
+	}
+	return info, nil
 }
 
 // HashPath returns the Output that PutPath would return for path, without
 // storing anything. Stages use it for local inputs.
 func HashPath(ctx context.Context, path string) (Output, error) {
-	return walkPath(ctx, path, func(abs string, _ fs.FileInfo) (Digest, int64, error) {
-		return HashFile(ctx, abs)
+	info, err := os.Stat(path)
+	if err != nil {
+		return Output{}, fmt.Errorf("cache: %w", err)
+	}
+	return walkPath(ctx, osFS{}, path, info, func(f *os.File, _ fs.FileInfo) (Digest, int64, error) {
+		return hashOpenFile(ctx, f)
 	}, func(t *Tree) (Digest, error) {
 		return DigestBytes(t.Encode()), nil
 	})
 }
 
-// putFile stores the file at abs unless a blob with its digest exists.
+func putFileFn(ctx context.Context, s Store) func(*os.File, fs.FileInfo) (Digest, int64, error) {
+	return func(f *os.File, _ fs.FileInfo) (Digest, int64, error) { return putFile(ctx, s, f) }
+}
+
+func putTreeFn(ctx context.Context, s Store) func(*Tree) (Digest, error) {
+	return func(t *Tree) (Digest, error) {
+		d, _, err := s.PutBlob(ctx, bytes.NewReader(t.Encode()))
+		return d, err
+	}
+}
+
+// putFile stores the open file f unless a blob with its digest exists.
 // Hashing first costs a read of the file but saves writing it again, which
 // is the common case: a stage that reruns and produces the same bytes.
-func putFile(ctx context.Context, s Store, abs string) (Digest, int64, error) {
-	d, n, err := HashFile(ctx, abs)
+func putFile(ctx context.Context, s Store, f *os.File) (Digest, int64, error) {
+	d, n, err := hashOpenFile(ctx, f)
 	if err != nil {
 		return d, n, err
 	}
 	if ok, err := s.HasBlob(ctx, d); err != nil || ok {
 		return d, n, err
 	}
-	f, err := os.Open(abs)
-	if err != nil {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return d, n, fmt.Errorf("cache: %w", err)
 	}
-	defer f.Close()
 	d2, n2, err := s.PutBlob(ctx, f)
 	if err != nil {
 		return d, n, err
@@ -62,21 +129,73 @@ func putFile(ctx context.Context, s Store, abs string) (Digest, int64, error) {
 		// The stored bytes are whatever was read; they are consistent with
 		// d2. Report the change rather than return an Output for a file
 		// that no longer has the contents it was hashed with.
-		return d, n, fmt.Errorf("cache: %s changed while it was being stored (%d then %d bytes)", abs, n, n2)
+		return d, n, fmt.Errorf("cache: %s changed while it was being stored (%d then %d bytes)", f.Name(), n, n2)
 	}
 	return d, n, nil
 }
 
-// walkPath builds the Output of path: fileFn digests a file; treeFn
-// digests (and perhaps stores) a finished tree.
-func walkPath(ctx context.Context, root string, fileFn func(string, fs.FileInfo) (Digest, int64, error), treeFn func(*Tree) (Digest, error)) (Output, error) {
-	info, err := os.Stat(root)
+// pathFS is where walkPath reads: the operating system's paths (osFS), or
+// the inside of an os.Root (rootFS), which nothing can leave.
+type pathFS interface {
+	Lstat(name string) (fs.FileInfo, error)
+	Readlink(name string) (string, error)
+	// OpenFile opens name read-only without blocking (a FIFO swapped in
+	// for a file must not hang the walk).
+	OpenFile(name string) (*os.File, error)
+	Join(dir, elem string) string
+}
+
+type osFS struct{}
+
+func (osFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
+func (osFS) Readlink(name string) (string, error)   { return os.Readlink(name) }
+func (osFS) OpenFile(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+func (osFS) Join(dir, elem string) string { return filepath.Join(dir, elem) }
+
+type rootFS struct{ r *os.Root }
+
+func (f rootFS) Lstat(name string) (fs.FileInfo, error) { return f.r.Lstat(name) }
+func (f rootFS) Readlink(name string) (string, error)   { return f.r.Readlink(name) }
+func (f rootFS) OpenFile(name string) (*os.File, error) {
+	return f.r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+func (rootFS) Join(dir, elem string) string { return path.Join(dir, elem) }
+
+// openSame opens name in fsys and checks that what it opened is the file
+// info describes (the result of a Stat or Lstat of it), so that a file
+// replaced by a link, a FIFO or another file between the two is refused
+// rather than read.
+func openSame(fsys pathFS, name string, info fs.FileInfo) (*os.File, error) {
+	f, err := fsys.OpenFile(name)
 	if err != nil {
-		return Output{}, fmt.Errorf("cache: %w", err)
+		return nil, fmt.Errorf("cache: %w", err)
 	}
+	got, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	if !os.SameFile(got, info) || got.Mode().Type() != info.Mode().Type() {
+		f.Close()
+		return nil, fmt.Errorf("cache: %s changed while it was being stored (replaced by another file or a link)", name)
+	}
+	return f, nil
+}
+
+// walkPath builds the Output of root in fsys, whose Stat or Lstat is info:
+// fileFn digests an open file; treeFn digests (and perhaps stores) a
+// finished tree.
+func walkPath(ctx context.Context, fsys pathFS, root string, info fs.FileInfo, fileFn func(*os.File, fs.FileInfo) (Digest, int64, error), treeFn func(*Tree) (Digest, error)) (Output, error) {
 	switch {
 	case info.Mode().IsRegular():
-		d, n, err := fileFn(root, info)
+		f, err := openSame(fsys, root, info)
+		if err != nil {
+			return Output{}, err
+		}
+		defer f.Close()
+		d, n, err := fileFn(f, info)
 		if err != nil {
 			return Output{}, err
 		}
@@ -86,63 +205,90 @@ func walkPath(ctx context.Context, root string, fileFn func(string, fs.FileInfo)
 		return Output{}, fmt.Errorf("cache: %s is a %s, not a file or directory", root, typeName(info.Mode()))
 	}
 	t := &Tree{}
-	err = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("cache: %w", err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if p == root {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return fmt.Errorf("cache: %w", err)
-		}
-		rel = filepath.ToSlash(rel)
-		if err := checkTreePath(rel); err != nil {
-			return fmt.Errorf("cache: %s: %w", p, err)
-		}
-		e := TreeEntry{Path: rel}
-		switch de.Type() {
-		case fs.ModeDir:
-			e.Type = TypeDir
-		case fs.ModeSymlink:
-			e.Type = TypeSymlink
-			if e.Target, err = os.Readlink(p); err != nil {
-				return fmt.Errorf("cache: %w", err)
-			}
-			e.Target = filepath.ToSlash(e.Target)
-			if err := checkLinkTarget(rel, e.Target); err != nil {
-				return fmt.Errorf("cache: %s: %w", p, err)
-			}
-		case 0:
-			info, err := de.Info()
-			if err != nil {
-				return fmt.Errorf("cache: %w", err)
-			}
-			e.Type = TypeFile
-			e.Exec = info.Mode()&0o111 != 0
-			if e.Digest, e.Size, err = fileFn(p, info); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("cache: %s is a %s; a stored directory may hold only files, directories and links", p, typeName(de.Type()))
-		}
-		t.Entries = append(t.Entries, e)
-		return nil
-	})
-	if err != nil {
+	if err := walkDir(ctx, fsys, root, "", info, t, fileFn); err != nil {
 		return Output{}, err
 	}
-	// WalkDir visits "a/b" before "a-b"; the encoding wants byte order.
+	// The walk visits "a/b" before "a-b"; the encoding wants byte order.
 	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Path < t.Entries[j].Path })
+	if err := checkLinks(t.Entries); err != nil {
+		return Output{}, fmt.Errorf("cache: %s: %w", root, err)
+	}
 	d, err := treeFn(t)
 	if err != nil {
 		return Output{}, err
 	}
 	return Output{Digest: d, Size: t.Size(), Tree: true}, nil
+}
+
+// walkDir adds the entries of directory name (at rel in the tree, "" for
+// its root; info is its Stat or Lstat) to t. Entries are Lstat'ed, never
+// followed: a link is recorded as a link.
+func walkDir(ctx context.Context, fsys pathFS, name, rel string, info fs.FileInfo, t *Tree, fileFn func(*os.File, fs.FileInfo) (Digest, int64, error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d, err := openSame(fsys, name, info)
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p := fsys.Join(name, n)
+		erel := n
+		if rel != "" {
+			erel = rel + "/" + n
+		}
+		if err := checkTreePath(erel); err != nil {
+			return fmt.Errorf("cache: %s: %w", p, err)
+		}
+		info, err := fsys.Lstat(p)
+		if err != nil {
+			return fmt.Errorf("cache: %w", err)
+		}
+		e := TreeEntry{Path: erel}
+		switch mode := info.Mode(); {
+		case mode.IsDir():
+			e.Type = TypeDir
+			t.Entries = append(t.Entries, e)
+			if err := walkDir(ctx, fsys, p, erel, info, t, fileFn); err != nil {
+				return err
+			}
+			continue
+		case mode&fs.ModeSymlink != 0:
+			e.Type = TypeSymlink
+			if e.Target, err = fsys.Readlink(p); err != nil {
+				return fmt.Errorf("cache: %w", err)
+			}
+			e.Target = filepath.ToSlash(e.Target)
+			if err := checkLinkTarget(erel, e.Target); err != nil {
+				return fmt.Errorf("cache: %s: %w", p, err)
+			}
+		case mode.IsRegular():
+			e.Type = TypeFile
+			e.Exec = mode&0o111 != 0
+			f, err := openSame(fsys, p, info)
+			if err != nil {
+				return err
+			}
+			e.Digest, e.Size, err = fileFn(f, info)
+			f.Close()
+			if err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("cache: %s is a %s; a stored directory may hold only files, directories and links", p, typeName(mode))
+		}
+		t.Entries = append(t.Entries, e)
+	}
+	return nil
 }
 
 func typeName(m fs.FileMode) string {

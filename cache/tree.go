@@ -169,6 +169,9 @@ func DecodeTree(b []byte) (*Tree, error) {
 		prev = e.Path
 		t.Entries = append(t.Entries, e)
 	}
+	if err := checkLinks(t.Entries); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
 	return t, nil
 }
 
@@ -273,7 +276,9 @@ func validRel(p string) bool {
 	return true
 }
 
-// checkLinkTarget checks that a link at p to target stays in the tree.
+// checkLinkTarget checks that a link at p to target is relative and, read
+// as text, stays in the tree. That is not enough on its own: a link may go
+// through other links of the tree, so checkLinks resolves them all.
 func checkLinkTarget(p, target string) error {
 	if target == "" || path.IsAbs(target) || strings.ContainsRune(target, 0) {
 		return fmt.Errorf("link %q has target %q: only relative links inside the tree are stored", p, target)
@@ -282,6 +287,115 @@ func checkLinkTarget(p, target string) error {
 		return fmt.Errorf("link %q has target %q, which leaves the tree", p, target)
 	}
 	return nil
+}
+
+// maxLinkDepth is how many links, one inside the resolution of another,
+// checkLinks follows before it gives up (Linux's MAXSYMLINKS is 40).
+const maxLinkDepth = 40
+
+// checkLinks checks that every link among entries (a tree's entries, sorted
+// by path), followed component by component through the other links of the
+// tree as the kernel would follow them once the tree is written out, names
+// a place inside the tree. A textual check of each target alone is not
+// enough: with e/f/y -> ../.. (the root of the tree), the target
+// y/../../../etc/passwd of e/f/z reads as e/f/y/../../../etc/passwd, that is
+// etc/passwd inside the tree, but resolves to three levels above the root.
+// A path that does not exist in the tree, or goes through a file, is
+// followed as text, which can only be stricter than the kernel. A cycle of
+// links, or a chain deeper than maxLinkDepth, is refused: nothing could
+// read through it anyway.
+func checkLinks(entries []TreeEntry) error {
+	var r *linkResolver
+	for i := range entries {
+		e := &entries[i]
+		if e.Type != TypeSymlink {
+			continue
+		}
+		if r == nil {
+			r = &linkResolver{links: map[string]*TreeEntry{}, done: map[string]string{}, busy: map[string]bool{}}
+			for j := range entries {
+				if entries[j].Type == TypeSymlink {
+					r.links[entries[j].Path] = &entries[j]
+				}
+			}
+		}
+		if _, err := r.link(e.Path, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkResolver resolves the links of one tree. Paths are tree paths, ""
+// for the root.
+type linkResolver struct {
+	links map[string]*TreeEntry
+	done  map[string]string // link path -> the path it resolves to
+	busy  map[string]bool   // links being resolved (to find cycles)
+}
+
+// link returns where the link at p resolves to; depth is how many links
+// are being resolved around it.
+func (r *linkResolver) link(p string, depth int) (string, error) {
+	if to, ok := r.done[p]; ok {
+		return to, nil
+	}
+	e := r.links[p]
+	if r.busy[p] {
+		return "", fmt.Errorf("link %q (target %q) is part of a cycle of links", p, e.Target)
+	}
+	if depth >= maxLinkDepth {
+		return "", fmt.Errorf("link %q (target %q) is reached through more than %d links", p, e.Target, maxLinkDepth)
+	}
+	r.busy[p] = true
+	dir := path.Dir(p)
+	if dir == "." {
+		dir = ""
+	}
+	to, err := r.resolve(dir, e.Target, depth+1)
+	delete(r.busy, p)
+	if err != nil {
+		if errors.Is(err, errLeavesTree) {
+			return "", fmt.Errorf("link %q has target %q, which leaves the tree once the links on its way are followed", p, e.Target)
+		}
+		return "", err
+	}
+	r.done[p] = to
+	return to, nil
+}
+
+var errLeavesTree = errors.New("leaves the tree")
+
+// resolve follows target from directory dir.
+func (r *linkResolver) resolve(dir, target string, depth int) (string, error) {
+	cur := dir
+	for elem := range strings.SplitSeq(target, "/") {
+		switch elem {
+		case "", ".":
+		case "..":
+			if cur == "" {
+				return "", errLeavesTree
+			}
+			cur = path.Dir(cur)
+			if cur == "." {
+				cur = ""
+			}
+		default:
+			next := elem
+			if cur != "" {
+				next = cur + "/" + elem
+			}
+			if _, ok := r.links[next]; ok {
+				to, err := r.link(next, depth)
+				if err != nil {
+					return "", err
+				}
+				next = to
+			}
+			cur = next
+		}
+	}
+	return cur, nil
 }
 
 // ReadTree reads and decodes tree blob d from s. A blob that is not a valid

@@ -3,10 +3,14 @@ package stages
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,14 +59,30 @@ func (s *outState) save() error {
 		return err
 	}
 	tmp := filepath.Join(s.dir, outStateFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	_ = os.Remove(tmp) // never write through a link left there
+	if err := writeNew(tmp, b); err != nil {
 		return fmt.Errorf("stages: saving %s: %w", outStateFile, err)
 	}
 	return os.Rename(tmp, filepath.Join(s.dir, outStateFile))
 }
 
+// writeNew writes b to a new file p (O_EXCL: an existing file or link at p
+// is an error, not something to write through).
+func writeNew(p string, b []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // current reports whether rel already holds the bytes of d, untouched since
-// dragonx put them there.
+// dragonx put them there. A link there is never current, whatever it
+// points to, and neither is a path with a link on its way.
 func (s *outState) current(rel string, d cache.Digest) bool {
 	s.mu.Lock()
 	f, ok := s.Files[rel]
@@ -70,7 +90,14 @@ func (s *outState) current(rel string, d cache.Digest) bool {
 	if !ok || f.Digest != d {
 		return false
 	}
-	fp, _, err := cache.Fingerprint(filepath.Join(s.dir, filepath.FromSlash(rel)), time.Now())
+	p := s.dir
+	for elem := range strings.SplitSeq(rel, "/") {
+		p = filepath.Join(p, elem)
+		if info, err := os.Lstat(p); err != nil || info.Mode()&fs.ModeSymlink != 0 {
+			return false
+		}
+	}
+	fp, _, err := cache.Fingerprint(p, time.Now())
 	return err == nil && fp == f.Fingerprint
 }
 
@@ -88,6 +115,12 @@ func (s *outState) record(rel string, d cache.Digest) {
 // materialize copies a stage's outputs to OutDir/<stage>/<path>. From is the
 // stage's working directory when it just ran (the files are moved from
 // there), or "" to read them from the cache (verifying every byte).
+//
+// Nothing is written through a link: a link (or a file) found in out/ where
+// a directory of an output's path belongs is removed and replaced by a
+// directory, the output itself replaces whatever is at its path (a rename
+// replaces a link, it does not follow it), and an output is moved out of
+// the working directory only through that directory (see moveOutput).
 func (r *runner) materialize(ctx context.Context, inst *Instance, outs map[string]cache.Output, from string) error {
 	if r.out == nil {
 		return nil
@@ -97,40 +130,140 @@ func (r *runner) materialize(ctx context.Context, inst *Instance, outs map[strin
 		if !ok {
 			return fmt.Errorf("stages: no stored output %q", o.Name)
 		}
-		rel := filepath.ToSlash(filepath.Join(inst.Addr.Dir(), filepath.FromSlash(o.Path)))
+		rel := path.Join(inst.Addr.Dir(), path.Clean(o.Path))
 		if r.out.current(rel, out.Digest) {
 			continue
 		}
+		if err := realDirs(r.out.dir, path.Dir(rel)); err != nil {
+			return err
+		}
 		dst := filepath.Join(r.out.dir, filepath.FromSlash(rel))
-		if from == "" {
-			// Verifies every byte; replaces dst atomically.
-			if err := cache.Materialize(ctx, r.e.Store, out, dst); err != nil {
+		if from != "" {
+			tmp := dst + ".dragonx-tmp"
+			if err := os.RemoveAll(tmp); err != nil {
 				return err
 			}
-			r.out.record(rel, out.Digest)
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		tmp := dst + ".dragonx-tmp"
-		_ = os.RemoveAll(tmp)
-		src := filepath.Join(from, filepath.FromSlash(o.Path))
-		if err := os.Rename(src, tmp); err != nil {
-			if err := copyPath(src, tmp); err != nil {
-				_ = os.RemoveAll(tmp)
-				return err
+			if err := moveOutput(from, path.Clean(o.Path), tmp, out); err == nil {
+				if err := os.RemoveAll(dst); err != nil {
+					return err
+				}
+				if err := os.Rename(tmp, dst); err != nil {
+					return err
+				}
+				r.out.record(rel, out.Digest)
+				continue
 			}
+			// Another file system, or not what was stored: copy it from
+			// the cache instead.
 		}
-		if err := os.RemoveAll(dst); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, dst); err != nil {
+		// Verifies every byte; replaces dst atomically.
+		if err := cache.Materialize(ctx, r.e.Store, out, dst); err != nil {
 			return err
 		}
 		r.out.record(rel, out.Digest)
 	}
 	return nil
+}
+
+// realDirs makes every element of rel (slash-separated, relative to base)
+// a real directory. A link or a file where a directory belongs (left in
+// out/ by an earlier run, an older dragonx, or a person) is removed, not
+// followed, so that nothing is written through it. base itself may be a
+// link (out/ on another disk is the user's choice).
+func realDirs(base, rel string) error {
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return fmt.Errorf("stages: %w", err)
+	}
+	cur := base
+	for elem := range strings.SplitSeq(rel, "/") {
+		if elem == "" || elem == "." {
+			continue
+		}
+		cur = filepath.Join(cur, elem)
+		info, err := os.Lstat(cur)
+		switch {
+		case err == nil && info.IsDir():
+			continue
+		case err == nil:
+			if err := os.Remove(cur); err != nil {
+				return fmt.Errorf("stages: replacing %s (a %s) by a directory: %w", cur, fileType(info.Mode()), err)
+			}
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("stages: %w", err)
+		}
+		if err := os.Mkdir(cur, 0o755); err != nil {
+			// Another instance of the same stage may have made it.
+			if info, lerr := os.Lstat(cur); lerr != nil || !info.IsDir() {
+				return fmt.Errorf("stages: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m.IsRegular():
+		return "file"
+	default:
+		return "special file"
+	}
+}
+
+// moveOutput moves output rel (clean, slash-separated) out of the working
+// directory work to tmp, a path that does not exist, and checks that what
+// arrived is what out describes: a regular file of its size, or a
+// directory. The output's parent directory is opened through an os.Root of
+// work, with every element checked not to be a link, and the output renamed
+// from that directory (renameat): a link put on the way after the output
+// was stored cannot make it move a file from outside work. Any error means
+// nothing usable was moved; tmp is then removed and the caller copies the
+// output from the cache.
+func moveOutput(work, rel, tmp string, out cache.Output) error {
+	root, err := os.OpenRoot(work)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	parent := path.Dir(rel)
+	if parent != "." {
+		for i, elem := 0, strings.Split(parent, "/"); i < len(elem); i++ {
+			info, err := root.Lstat(strings.Join(elem[:i+1], "/"))
+			if err != nil {
+				return err
+			}
+			if !info.IsDir() {
+				return fmt.Errorf("stages: %s is not a directory", strings.Join(elem[:i+1], "/"))
+			}
+		}
+	}
+	src, err := root.Open(parent)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.Open(filepath.Dir(tmp))
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	if err := renameAt(src, path.Base(rel), dst, filepath.Base(tmp)); err != nil {
+		return err
+	}
+	info, err := os.Lstat(tmp)
+	if err == nil {
+		switch {
+		case out.Tree && info.IsDir():
+			return nil
+		case !out.Tree && info.Mode().IsRegular() && info.Size() == out.Size:
+			return nil
+		}
+		err = fmt.Errorf("stages: %s changed after it was stored", rel)
+	}
+	os.RemoveAll(tmp)
+	return err
 }
 
 // copyPath copies a file or directory tree from src to dst (which must not

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -335,8 +336,9 @@ func (r *runner) execute(ctx context.Context, inst *Instance, res *Result, diges
 	// Store the outputs, then the log, then the manifest that names them.
 	outs := map[string]cache.Output{}
 	for _, o := range inst.Stage.Outputs() {
-		p := filepath.Join(dir, filepath.FromSlash(o.Path))
-		out, err := cache.PutPath(ctx, e.Store, p)
+		// No link is followed: what the command left cannot make dragonx
+		// read (or later move) a file outside its working directory.
+		out, err := cache.PutPathIn(ctx, e.Store, dir, path.Clean(o.Path))
 		if err != nil {
 			return r.failWithLog(ctx, inst, res, fmt.Errorf("storing output %s (%s): %w", o.Name, o.Path, err), logBuf.Bytes())
 		}

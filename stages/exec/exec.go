@@ -37,8 +37,9 @@ import (
 )
 
 // Version is the exec kind's version; bump it when the same declaration
-// would produce different outputs.
-const Version = "1"
+// would produce different outputs. 2: the stage address became a parameter
+// (entries of version 1 are misses).
+const Version = "2"
 
 // Kind is the exec stage kind.
 type Kind struct{}
@@ -108,10 +109,12 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	// The command can read DRAGONX_STAGE, so the address is a parameter:
+	// two stages with the same command do not share one result.
 	for _, p := range []struct {
 		name string
 		v    cty.Value
-	}{{"command", cmdVal}, {"inputs", inVal}, {"outputs", outVal}, {"env", envVal}} {
+	}{{"command", cmdVal}, {"inputs", inVal}, {"outputs", outVal}, {"env", envVal}, {"stage", cty.StringVal(dc.Addr.String())}} {
 		if p.v == cty.NilVal {
 			p.v = cty.NullVal(cty.DynamicPseudoType)
 		}
@@ -302,7 +305,8 @@ func validIdent(s string) bool {
 	return s != ""
 }
 
-// Params returns command, inputs, outputs and env in canonical form.
+// Params returns command, inputs, outputs, env and stage (the address, as
+// the command sees it in DRAGONX_STAGE) in canonical form.
 func (s *Stage) Params() []stages.Param { return s.params }
 
 // Inputs returns the declared inputs, sorted by path.

@@ -1,6 +1,8 @@
 package stages
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,12 +29,64 @@ func (a Addr) Short() string {
 }
 
 // Dir returns a relative directory for the instance's materialised outputs:
-// NAME, or NAME/KEY (the key made safe for a file name).
+// NAME, or NAME/KEY with the key escaped by keyDir, so that distinct keys
+// always get distinct directories.
 func (a Addr) Dir() string {
 	if !a.Keyed {
 		return a.Name
 	}
-	return a.Name + "/" + safeFileName(a.Key)
+	return a.Name + "/" + keyDir(a.Key)
+}
+
+// maxKeyDir bounds the length of a key's directory name, well under the
+// 255 bytes most file systems allow.
+const maxKeyDir = 200
+
+// keyDir maps an instance key to a directory name, one to one: ASCII
+// letters, digits, '-', '_' and '.' stay as they are, every other byte
+// becomes %XX (upper-case hex), so "x y" is x%20y (not x_y, which is
+// itself) and "é" is %C3%A9. The keys "." and ".." are written %2E and
+// %2E%2E, and the empty key "%" (which no other key gives: an escape always
+// has two hex digits). A name longer than maxKeyDir is cut, at an escape
+// boundary, and ends in "~" and 32 hex digits of the key's SHA-256 ('~'
+// itself is always escaped, so such a name cannot be another key's).
+func keyDir(key string) string {
+	switch key {
+	case "":
+		return "%"
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+		}
+	}
+	s := b.String()
+	if len(s) <= maxKeyDir {
+		return s
+	}
+	sum := sha256.Sum256([]byte(key))
+	tail := "~" + hex.EncodeToString(sum[:16])
+	cut := maxKeyDir - len(tail)
+	// Do not split an escape: back up to before a '%' in the last two bytes.
+	for i := cut - 2; i < cut; i++ {
+		if s[i] == '%' {
+			cut = i
+			break
+		}
+	}
+	return s[:cut] + tail
 }
 
 func safeFileName(s string) string {

@@ -89,9 +89,17 @@ func keyDir(key string) string {
 	return s[:cut] + tail
 }
 
+// safeFileName makes a readable prefix for a temporary name (a stage's
+// working directory): unsafe characters become '_' and it is cut at 64
+// bytes. It is not one to one; the temporary name's random suffix is what
+// makes it unique.
 func safeFileName(s string) string {
+	const maxLen = 64
 	var b strings.Builder
 	for _, r := range s {
+		if b.Len() >= maxLen {
+			break
+		}
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
 			b.WriteRune(r)

@@ -18,10 +18,12 @@
 //     written in one transaction after every blob it names is stored, so a
 //     crash leaves either a complete entry or none.
 //   - A Tree is a directory output: a blob that lists relative paths, modes and
-//     file digests. Its own digest names the whole directory. PutPath stores a
-//     file or directory, HashPath digests one without storing it (for local
-//     inputs; HashPathCached skips unchanged ones through the stat cache), and
-//     Materialize writes an output back to disk.
+//     file digests. Its own digest names the whole directory; its links are
+//     resolved through each other and must stay inside it. PutPath stores a
+//     file or directory, PutPathIn one inside a directory without following
+//     any link (stage outputs), HashPath digests one without storing it (for
+//     local inputs; HashPathCached skips unchanged ones through the stat
+//     cache), and Materialize writes an output back to disk.
 //
 // Every miss matches ErrMiss; one caused by bad stored bytes also matches
 // ErrCorrupt, one caused by an entry of another format version

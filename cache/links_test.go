@@ -187,3 +187,59 @@ func TestPutPathIn(t *testing.T) {
 		t.Fatalf("victim file now holds %q", b)
 	}
 }
+
+// FuzzTreeLinksStayInside uses the kernel as the oracle: every tree that
+// decodes is written out (files empty), and every link of it that the
+// kernel can resolve must resolve inside it.
+func FuzzTreeLinksStayInside(f *testing.F) {
+	f.Add([]byte("dragonx tree 1\nd \"e\"\nd \"e/f\"\nl \"e/f/y\" \"../..\"\nl \"e/f/z\" \"y/../../../etc/passwd\"\n"))
+	f.Add([]byte("dragonx tree 1\nd \"e\"\nd \"e/f\"\nl \"e/f/y\" \"../..\"\nl \"e/f/z\" \"y/..\"\n"))
+	f.Add([]byte("dragonx tree 1\nd \"e\"\nd \"e/f\"\nl \"e/f/y\" \"../..\"\nl \"e/f/z\" \"y/e/f/y/e\"\n"))
+	f.Add([]byte("dragonx tree 1\nd \"a\"\nd \"a/b\"\nl \"a/b/top\" \"../..\"\nl \"a/b/up\" \"top/a\"\nl \"a/b/w\" \"up/../../x\"\n"))
+	f.Add([]byte("dragonx tree 1\nd \"d\"\nl \"d/r\" \"..\"\nl \"s\" \"d/r/d/r/..\"\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tree, err := cache.DecodeTree(b)
+		if err != nil || len(tree.Entries) > 64 {
+			return
+		}
+		root := filepath.Join(t.TempDir(), "t")
+		if err := os.Mkdir(root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range tree.Entries {
+			p := filepath.Join(root, filepath.FromSlash(e.Path))
+			switch e.Type {
+			case cache.TypeDir:
+				err = os.Mkdir(p, 0o755)
+			case cache.TypeFile:
+				err = os.WriteFile(p, nil, 0o644)
+			}
+			if err != nil {
+				t.Skip(err) // a name this file system does not take
+			}
+		}
+		for _, e := range tree.Entries {
+			if e.Type == cache.TypeSymlink {
+				if err := os.Symlink(filepath.FromSlash(e.Target), filepath.Join(root, filepath.FromSlash(e.Path))); err != nil {
+					t.Skip(err)
+				}
+			}
+		}
+		realRoot, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range tree.Entries {
+			if e.Type != cache.TypeSymlink {
+				continue
+			}
+			to, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(e.Path)))
+			if err != nil {
+				continue // dangling, or through a file: nothing to read
+			}
+			if to != realRoot && !strings.HasPrefix(to, realRoot+string(filepath.Separator)) {
+				t.Fatalf("tree %q decodes, but link %q resolves to %s, outside %s", b, e.Path, to, realRoot)
+			}
+		}
+	})
+}

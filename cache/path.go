@@ -47,17 +47,17 @@ func PutPathIn(ctx context.Context, s Store, dir, rel string) (Output, error) {
 		return Output{}, fmt.Errorf("cache: %w", err)
 	}
 	defer root.Close()
-	info, err := lstatNoLinks(root, rel)
+	info, err := LstatNoLinks(root, rel)
 	if err != nil {
 		return Output{}, err
 	}
 	return walkPath(ctx, rootFS{root}, rel, info, putFileFn(ctx, s), putTreeFn(ctx, s))
 }
 
-// lstatNoLinks returns the Lstat of rel inside root after checking that no
-// element of rel is a symbolic link and that every element but the last is
-// a directory.
-func lstatNoLinks(root *os.Root, rel string) (fs.FileInfo, error) {
+// LstatNoLinks returns the Lstat of rel (a clean, slash-separated path)
+// inside root after checking that no element of rel is a symbolic link and
+// that every element but the last is a directory.
+func LstatNoLinks(root *os.Root, rel string) (fs.FileInfo, error) {
 	if rel == "." || !validRel(rel) {
 		return nil, fmt.Errorf("cache: %q is not a clean relative path", rel)
 	}

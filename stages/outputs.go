@@ -186,7 +186,7 @@ func realDirs(base, rel string) error {
 			continue
 		case err == nil:
 			if err := os.Remove(cur); err != nil {
-				return fmt.Errorf("stages: replacing %s (a %s) by a directory: %w", cur, fileType(info.Mode()), err)
+				return fmt.Errorf("stages: replacing %s by a directory: %w", cur, err)
 			}
 		case !errors.Is(err, fs.ErrNotExist):
 			return fmt.Errorf("stages: %w", err)
@@ -201,22 +201,11 @@ func realDirs(base, rel string) error {
 	return nil
 }
 
-func fileType(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m.IsRegular():
-		return "file"
-	default:
-		return "special file"
-	}
-}
-
 // moveOutput moves output rel (clean, slash-separated) out of the working
 // directory work to tmp, a path that does not exist, and checks that what
 // arrived is what out describes: a regular file of its size, or a
-// directory. The output's parent directory is opened through an os.Root of
-// work, with every element checked not to be a link, and the output renamed
+// directory. The output's path is checked to have no link, its parent
+// directory is opened through an os.Root of work, and the output renamed
 // from that directory (renameat): a link put on the way after the output
 // was stored cannot make it move a file from outside work. Any error means
 // nothing usable was moved; tmp is then removed and the caller copies the
@@ -227,18 +216,10 @@ func moveOutput(work, rel, tmp string, out cache.Output) error {
 		return err
 	}
 	defer root.Close()
-	parent := path.Dir(rel)
-	if parent != "." {
-		for i, elem := 0, strings.Split(parent, "/"); i < len(elem); i++ {
-			info, err := root.Lstat(strings.Join(elem[:i+1], "/"))
-			if err != nil {
-				return err
-			}
-			if !info.IsDir() {
-				return fmt.Errorf("stages: %s is not a directory", strings.Join(elem[:i+1], "/"))
-			}
-		}
+	if _, err := cache.LstatNoLinks(root, rel); err != nil {
+		return err
 	}
+	parent := path.Dir(rel)
 	src, err := root.Open(parent)
 	if err != nil {
 		return err

@@ -361,7 +361,7 @@ func wrapErr(op string, err error) error {
 		return err
 	}
 	var me *MissError
-	if errors.As(err, &me) || errors.Is(err, ErrMissingBlob) {
+	if errors.As(err, &me) || errors.Is(err, ErrMissingBlob) || errors.Is(err, ErrSizeMismatch) {
 		return err
 	}
 	return fmt.Errorf("cache: %s: %w", op, err)
@@ -841,24 +841,27 @@ func getManifest(txn *badger.Txn, k Key) (*Manifest, error) {
 // manifest names has a header and writes the manifest; a concurrent
 // DeleteBlob of one of them makes it retry and fail.
 func (s *Badger) PutManifest(ctx context.Context, m *Manifest) error {
-	c, err := prepareManifest(m)
-	if err != nil {
-		return err
-	}
-	v, err := encodeManifest(c)
-	if err != nil {
-		return err
-	}
-	err = s.update(ctx, func(txn *badger.Txn) error {
-		for _, d := range c.Blobs() {
+	err := s.update(ctx, func(txn *badger.Txn) error {
+		c, err := prepareManifest(m) // afresh: a retry fills the sizes again
+		if err != nil {
+			return err
+		}
+		err = completeSizes(c, func(d Digest) (int64, bool, error) {
 			h, err := getHeader(txn, d)
-			var me *MissError
-			if h == nil && (err == nil || errors.As(err, &me)) {
-				return fmt.Errorf("%w: manifest %s (stage %s) names %s", ErrMissingBlob, c.Key.Short(), c.Stage, d)
+			if h == nil && (err == nil || isMiss(err)) {
+				return 0, false, nil
 			}
 			if err != nil {
-				return err
+				return 0, false, err
 			}
+			return h.size, true, nil
+		})
+		if err != nil {
+			return err
+		}
+		v, err := encodeManifest(c)
+		if err != nil {
+			return err
 		}
 		return txn.Set(manifestKey(c.Key), v)
 	})

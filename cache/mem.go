@@ -149,19 +149,21 @@ func (s *Mem) PutManifest(ctx context.Context, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	v, err := encodeManifest(c)
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	for _, d := range c.Blobs() {
-		if _, ok := s.blobs[d]; !ok {
-			return fmt.Errorf("%w: manifest %s (stage %s) names %s", ErrMissingBlob, c.Key.Short(), c.Stage, d)
-		}
+	err = completeSizes(c, func(d Digest) (int64, bool, error) {
+		b, ok := s.blobs[d]
+		return int64(len(b)), ok, nil
+	})
+	if err != nil {
+		return err
+	}
+	v, err := encodeManifest(c)
+	if err != nil {
+		return err
 	}
 	s.manifests[c.Key] = v
 	return nil

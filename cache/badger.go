@@ -740,15 +740,26 @@ func (s *Badger) HasBlob(ctx context.Context, d Digest) (bool, error) {
 }
 
 // DeleteBlob implements Store. It removes the header, which makes the blob
-// invisible at once; the chunks become leftovers that Sweep removes (gc
+// invisible at once; the chunks become leftovers that the sweep removes (gc
 // does), returning their space.
+//
+// The chunks are also queued to be dropped at Close (see dropPending), so a
+// command that takes back what it stored (a refused import) leaves nothing
+// behind; gc's sweep drops them sooner.
 func (s *Badger) DeleteBlob(ctx context.Context, d Digest) error {
 	if ok, err := s.exists(ctx, blobKey(d)); err != nil || !ok {
 		return wrapErr("deleting blob", err)
 	}
+	var h *blobHeader
 	err := s.update(ctx, func(txn *badger.Txn) error {
+		h, _ = getHeader(txn, d)
 		return txn.Delete(blobKey(d))
 	})
+	if err == nil && h != nil && h.inline == nil {
+		s.pmu.Lock()
+		s.pending = append(s.pending, h.id)
+		s.pmu.Unlock()
+	}
 	return wrapErr("deleting blob", err)
 }
 

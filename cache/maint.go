@@ -396,6 +396,9 @@ func checkManifest(ctx context.Context, r *reach, m *Manifest, sizes map[Digest]
 			}
 			continue
 		}
+		if sizes[o.Digest] != o.TreeSize {
+			problem(ProblemSizeMismatch, o.Digest, "output %q records a tree of %d bytes, the blob has %d", name, o.TreeSize, sizes[o.Digest])
+		}
 		t, err := r.tree(ctx, o.Digest)
 		if err != nil {
 			var me *MissError
@@ -419,8 +422,12 @@ func checkManifest(ctx context.Context, r *reach, m *Manifest, sizes map[Digest]
 			}
 		}
 	}
-	if !m.Log.IsZero() && !present(m.Log) {
-		problem(ProblemMissingBlob, m.Log, "log")
+	if !m.Log.IsZero() {
+		if !present(m.Log) {
+			problem(ProblemMissingBlob, m.Log, "log")
+		} else if sizes[m.Log] != m.LogSize {
+			problem(ProblemSizeMismatch, m.Log, "the log records %d bytes, the blob has %d", m.LogSize, sizes[m.Log])
+		}
 	}
 	return probs, nil
 }

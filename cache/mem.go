@@ -339,5 +339,12 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return c.r.Read(p)
+	n, err := c.r.Read(p)
+	if err == io.ErrUnexpectedEOF {
+		// The source is truncated (a tar entry cut short). io.ReadFull
+		// returns this very error for a short last chunk, which PutBlob
+		// takes for the end of the blob: wrap it so that it is a failure.
+		err = fmt.Errorf("source: %w", err)
+	}
+	return n, err
 }

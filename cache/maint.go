@@ -218,6 +218,12 @@ type VerifyOptions struct {
 	// and leftovers of interrupted writes.
 	Repair   bool
 	Progress progress.Reporter // bytes read; nil for none
+	// Declared lists, for the stage keys that experiments use now, the
+	// outputs their stages declare: a manifest under one of these keys that
+	// lacks one of them is incomplete (ProblemIncomplete). The cache alone
+	// cannot know what a stage declares; `dragonx cache verify FILE.hcl`
+	// fills this in.
+	Declared map[Key][]string
 }
 
 // Problem is one thing Verify found wrong.
@@ -244,6 +250,9 @@ const (
 	// ProblemSizeMismatch: a manifest or tree records another size than
 	// the blob has.
 	ProblemSizeMismatch = "size mismatch"
+	// ProblemIncomplete: a manifest lacks an output its stage declares
+	// (VerifyOptions.Declared); the stage reruns.
+	ProblemIncomplete = "incomplete manifest"
 )
 
 func (p Problem) String() string {
@@ -344,6 +353,11 @@ func Verify(ctx context.Context, s Store, opts VerifyOptions) (*VerifyReport, er
 			rep.Manifests++
 			if probs, err = checkManifest(ctx, r, m, sizes, bad); err != nil {
 				return err
+			}
+			for _, name := range opts.Declared[k] {
+				if _, ok := m.Outputs[name]; !ok {
+					probs = append(probs, Problem{Kind: ProblemIncomplete, Key: k, Stage: m.Stage, Detail: fmt.Sprintf("lacks the declared output %q", name)})
+				}
 			}
 		}
 		if len(probs) > 0 && opts.Repair {

@@ -26,7 +26,10 @@ stage run, keyed by the stage key. docs/cache-format.md specifies the format.
   cache ls [FILE.hcl...]          list cached stage runs (with files: mark those the
                                   experiments use now with *)
   cache du                        space used, unreferenced blobs, last gc
-  cache verify [-repair]          re-hash every blob and check every manifest; -repair
+  cache verify [-repair] [FILE.hcl...]
+                                  re-hash every blob and check every manifest (with
+                                  files: also that the entries the experiments use now
+                                  hold every output their stages declare); -repair
                                   deletes what is bad so the stages rerun (exit 1 if
                                   problems remain)
   cache gc [-keep FILE.hcl]... [-max-age 30d] [-max-size 20GB] [-dry-run]
@@ -120,6 +123,36 @@ func currentKeys(ctx context.Context, e *env, f *expFlags, store cache.Store, fi
 		}
 	}
 	return keys, nil
+}
+
+// declaredOutputs adds to declared, for each stage of the experiment whose
+// key is known now (its upstream stages are cached), the names of the
+// outputs the stage declares.
+func declaredOutputs(ctx context.Context, e *env, f *expFlags, store cache.Store, file string, declared map[cache.Key][]string) error {
+	cfg, err := loadExperiment(e, f, file)
+	if err != nil {
+		return err
+	}
+	f.outDir = "-"
+	eng := newEngine(e, f, cfg, store, "", nil)
+	rep, err := eng.Plan(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	insts := map[string]*stages.Instance{}
+	for _, inst := range cfg.Instances {
+		insts[inst.Addr.String()] = inst
+	}
+	for _, r := range rep.Results {
+		inst := insts[r.Addr.String()]
+		if r.Key.IsZero() || inst == nil {
+			continue
+		}
+		for _, o := range inst.Stage.Outputs() {
+			declared[r.Key] = append(declared[r.Key], o.Name)
+		}
+	}
+	return nil
 }
 
 func cacheLs(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args []string) error {
@@ -242,19 +275,26 @@ func cacheVerify(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, arg
 	var repair bool
 	fs.BoolVar(&repair, "repair", false, "delete corrupt blobs, unusable manifests and manifests that reach them, so those stages rerun")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
-	pos, err := parseFlags(fs, args)
+	files, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("cache verify takes no arguments")
+	first := ""
+	if len(files) > 0 {
+		first = files[0]
 	}
-	store, dir, err := openCacheFor(ctx, e, f, "")
+	store, dir, err := openCacheFor(ctx, e, f, first)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	rep, err := cache.Verify(ctx, store, cache.VerifyOptions{Repair: repair, Progress: bytesProgress(e, "verify")})
+	declared := map[cache.Key][]string{}
+	for _, file := range files {
+		if err := declaredOutputs(ctx, e, f, store, file, declared); err != nil {
+			return err
+		}
+	}
+	rep, err := cache.Verify(ctx, store, cache.VerifyOptions{Repair: repair, Progress: bytesProgress(e, "verify"), Declared: declared})
 	if err != nil {
 		return err
 	}

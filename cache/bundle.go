@@ -191,7 +191,11 @@ type ImportError struct {
 func (e *ImportError) Error() string {
 	const show = 10
 	var b strings.Builder
-	fmt.Fprintf(&b, "cache: import refused, nothing was added: %s", strings.Join(e.Problems[:min(len(e.Problems), show)], "; "))
+	probs := make([]string, 0, show)
+	for _, p := range e.Problems[:min(len(e.Problems), show)] {
+		probs = append(probs, Printable(p))
+	}
+	fmt.Fprintf(&b, "cache: import refused, nothing was added: %s", strings.Join(probs, "; "))
 	if len(e.Problems) > show {
 		fmt.Fprintf(&b, "; and %d more", len(e.Problems)-show)
 	}

@@ -261,14 +261,14 @@ func (p Problem) String() string {
 	if !p.Key.IsZero() {
 		fmt.Fprintf(&b, ": manifest %s", p.Key.Short())
 		if p.Stage != "" {
-			fmt.Fprintf(&b, " (%s)", p.Stage)
+			fmt.Fprintf(&b, " (%s)", Printable(p.Stage))
 		}
 	}
 	if !p.Digest.IsZero() {
 		fmt.Fprintf(&b, ": %s", p.Digest)
 	}
 	if p.Detail != "" {
-		fmt.Fprintf(&b, ": %s", p.Detail)
+		fmt.Fprintf(&b, ": %s", Printable(p.Detail))
 	}
 	if p.Repaired {
 		b.WriteString(" [removed]")

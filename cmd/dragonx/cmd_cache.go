@@ -218,7 +218,7 @@ func cacheLs(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args []
 		if en.Missing > 0 {
 			extra = fmt.Sprintf("%d blob(s) missing", en.Missing)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, en.Stage, en.Kind, en.Key.Short(),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, cache.Printable(en.Stage), cache.Printable(en.Kind), en.Key.Short(),
 			en.Started.Local().Format(time.DateTime), en.LastUsed.Local().Format(time.DateTime), humanBytes(en.Size), extra)
 	}
 	if err := tw.Flush(); err != nil {
@@ -381,7 +381,7 @@ func cacheGC(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args []
 		verb = "would remove"
 	}
 	for _, ev := range rep.Evicted {
-		fmt.Fprintf(e.stdout, "  %s %s %s (%s)\n", verb, ev.Stage, ev.Key.Short(), ev.Reason)
+		fmt.Fprintf(e.stdout, "  %s %s %s (%s)\n", verb, cache.Printable(ev.Stage), ev.Key.Short(), cache.Printable(ev.Reason))
 	}
 	fmt.Fprintf(e.stdout, "gc: %d of %d stage runs evicted, %d kept (%s); %s %d blobs (%s)\n",
 		len(rep.Evicted), rep.Manifests, rep.Kept, humanBytes(rep.KeptBytes), verb, rep.BlobsRemoved, humanBytes(rep.BytesRemoved))

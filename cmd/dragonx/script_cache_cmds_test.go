@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -21,29 +22,50 @@ func withCacheCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, arg
 		if len(args) != 3 || neg {
 			ts.Fatalf("usage: dropoutput DIR STAGE OUTPUT")
 		}
-		ctx := context.Background()
-		s, err := cache.Open(ctx, ts.MkAbs(args[0]), cache.Options{LockTimeout: -1})
-		ts.Check(err)
-		defer s.Close()
-		var ms []*cache.Manifest
-		ts.Check(s.Manifests(ctx, func(m *cache.Manifest) error {
-			if m.Stage == args[1] {
-				ms = append(ms, m)
-			}
-			return nil
-		}))
-		for _, m := range ms {
+		n := editManifests(ts, args[0], args[1], func(m *cache.Manifest) {
 			if _, ok := m.Outputs[args[2]]; !ok {
 				ts.Fatalf("the manifest of %s has no output %q", args[1], args[2])
 			}
 			delete(m.Outputs, args[2])
-			ts.Check(s.PutManifest(ctx, m))
+		})
+		fmt.Fprintf(ts.Stdout(), "dropped %s from %d manifest(s)\n", args[2], n)
+	}
+	// renamestage DIR STAGE NAME: rewrite the manifests of STAGE in the
+	// cache DIR under the stage name NAME, a Go string literal (so that a
+	// script can write escape sequences: "stage.x\x1b[2J").
+	out["renamestage"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 3 || neg {
+			ts.Fatalf("usage: renamestage DIR STAGE NAME")
 		}
-		if len(ms) == 0 {
-			ts.Fatalf("no manifest of %s", args[1])
-		}
-		ts.Check(s.Close())
-		fmt.Fprintf(ts.Stdout(), "dropped %s from %d manifest(s)\n", args[2], len(ms))
+		name, err := strconv.Unquote(args[2])
+		ts.Check(err)
+		n := editManifests(ts, args[0], args[1], func(m *cache.Manifest) { m.Stage = name })
+		fmt.Fprintf(ts.Stdout(), "renamed %d manifest(s)\n", n)
 	}
 	return out
+}
+
+// editManifests applies edit to every manifest of stage in the cache dir
+// and stores it again; it returns how many it edited (at least one).
+func editManifests(ts *testscript.TestScript, dir, stage string, edit func(m *cache.Manifest)) int {
+	ctx := context.Background()
+	s, err := cache.Open(ctx, ts.MkAbs(dir), cache.Options{LockTimeout: -1})
+	ts.Check(err)
+	defer s.Close()
+	var ms []*cache.Manifest
+	ts.Check(s.Manifests(ctx, func(m *cache.Manifest) error {
+		if m.Stage == stage {
+			ms = append(ms, m)
+		}
+		return nil
+	}))
+	if len(ms) == 0 {
+		ts.Fatalf("no manifest of %s", stage)
+	}
+	for _, m := range ms {
+		edit(m)
+		ts.Check(s.PutManifest(ctx, m))
+	}
+	ts.Check(s.Close())
+	return len(ms)
 }

@@ -385,6 +385,12 @@ func cacheGC(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args []
 	}
 	fmt.Fprintf(e.stdout, "gc: %d of %d stage runs evicted, %d kept (%s); %s %d blobs (%s)\n",
 		len(rep.Evicted), rep.Manifests, rep.Kept, humanBytes(rep.KeptBytes), verb, rep.BlobsRemoved, humanBytes(rep.BytesRemoved))
+	if rep.Leftovers.Blobs > 0 {
+		fmt.Fprintf(e.stdout, "gc: %s %d interrupted writes (%s)\n", verb, rep.Leftovers.Blobs, humanBytes(rep.Leftovers.Bytes))
+	}
+	if !dry && rep.DiskBefore >= 0 {
+		fmt.Fprintf(e.stdout, "gc: on disk %s before, %s after\n", humanBytes(rep.DiskBefore), humanBytes(rep.DiskAfter))
+	}
 	if rep.OverSize {
 		fmt.Fprintln(e.stdout, "gc: the entries the -keep experiments use exceed -max-size on their own")
 	}

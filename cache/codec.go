@@ -17,6 +17,12 @@ const valueFormat byte = 1
 // corrupt, but this version cannot use them.
 var ErrForeignVersion = errors.New("cache: entry of another format version")
 
+// ErrOlderVersion is matched, with ErrForeignVersion, by a manifest of an
+// older version than this dragonx writes: one it may replace (a push
+// replaces such a manifest on a remote), where a newer one must be left to
+// the newer dragonx that wrote it.
+var ErrOlderVersion = errors.New("cache: written by an older dragonx")
+
 // encodeManifest returns the stored form of m: valueFormat then JSON.
 func encodeManifest(m *Manifest) ([]byte, error) {
 	var buf bytes.Buffer
@@ -46,6 +52,9 @@ func decodeManifest(k Key, b []byte) (*Manifest, error) {
 	}
 	if v.Version == nil {
 		return nil, corrupt(what, "no version field")
+	}
+	if *v.Version < ManifestVersion {
+		return nil, missing(what, fmt.Errorf("%w (%w): manifest version %d, this dragonx reads %d", ErrForeignVersion, ErrOlderVersion, *v.Version, ManifestVersion))
 	}
 	if *v.Version != ManifestVersion {
 		return nil, missing(what, fmt.Errorf("%w: manifest version %d, this dragonx reads %d", ErrForeignVersion, *v.Version, ManifestVersion))

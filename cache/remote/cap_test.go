@@ -131,3 +131,39 @@ func openBadger(t *testing.T) *cache.Badger {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// TestPushReplacesOlderManifest checks that a push replaces a remote
+// manifest of version 1 (which recorded no log size, and which this dragonx
+// treats as a miss) instead of leaving the remote entry unusable for good.
+func TestPushReplacesOlderManifest(t *testing.T) {
+	ctx := context.Background()
+	a := cache.NewMem()
+	m := entry(t, a, 1)
+	l := &liar{entries: map[string][]byte{}}
+	old, err := cache.MarshalManifest(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old = bytes.Replace(old, fmt.Appendf(nil, `"version": %d`, cache.ManifestVersion), []byte(`"version": 1`), 1)
+	l.entries["ac/"+m.Key.String()] = old
+	if _, err := remote.NewClient(l, a, remote.ClientOptions{}).Push(ctx, m.Key); err != nil {
+		t.Fatal(err)
+	}
+	b := cache.NewMem()
+	got, err := remote.NewClient(l, b, remote.ClientOptions{}).Fetch(ctx, m.Key)
+	if err != nil {
+		t.Fatalf("Fetch after pushing over a version 1 manifest: %v", err)
+	}
+	if got.Version != cache.ManifestVersion || got.LogSize != m.LogSize {
+		t.Fatalf("the remote's manifest is %+v, want version %d with the log size", got, cache.ManifestVersion)
+	}
+	// A newer version is left alone.
+	newer := bytes.Replace(old, []byte(`"version": 1`), []byte(`"version": 99`), 1)
+	l.entries["ac/"+m.Key.String()] = newer
+	if _, err := remote.NewClient(l, a, remote.ClientOptions{}).Push(ctx, m.Key); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(l.entries["ac/"+m.Key.String()], newer) {
+		t.Fatal("a push replaced a manifest of a newer version")
+	}
+}

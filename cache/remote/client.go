@@ -560,7 +560,11 @@ func (c *Client) Push(ctx context.Context, k cache.Key) (bool, error) {
 	c.release()
 	switch {
 	case err == nil:
-		hasManifest = true
+		// A manifest of an older version (version 1 recorded no log
+		// size) or a corrupt one is replaced by ours; one of a newer
+		// version is left to the newer dragonx that wrote it.
+		_, merr := c.manifest(ctx, k)
+		hasManifest = !errors.Is(merr, cache.ErrOlderVersion) && !errors.Is(merr, cache.ErrCorrupt)
 	case !errors.Is(err, ErrNotFound):
 		return false, err
 	}

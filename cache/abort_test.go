@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"testing"
+	"time"
 
 	"dragonx/cache"
 	"dragonx/cache/cachetest"
@@ -90,5 +92,66 @@ func TestAbortedPutLeavesNothing(t *testing.T) {
 				t.Fatalf("the blob stored before is gone: %v", err)
 			}
 		})
+	}
+}
+
+// slowReader yields n pseudo-random bytes slowly, and closes started once
+// it has begun.
+type slowReader struct {
+	n, done int
+	started chan struct{}
+}
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	if r.done == 0 {
+		close(r.started)
+	}
+	if r.done >= r.n {
+		return 0, io.EOF
+	}
+	time.Sleep(5 * time.Millisecond)
+	k := min(len(p), r.n-r.done, 256<<10)
+	copy(p, cachetest.Bytes(uint64(r.done), k))
+	r.done += k
+	return k, nil
+}
+
+// TestAbortWhileAnotherPutRuns aborts a put while another one is still
+// writing chunks and manifests are written: dropping the aborted chunks
+// (which blocks Badger's writes) must wait for the other writes instead of
+// failing them, and must still happen once they are done.
+func TestAbortWhileAnotherPutRuns(t *testing.T) {
+	ctx := t.Context()
+	s := openBadger(t, cache.Options{ChunkSize: 64 << 10})
+	slow := &slowReader{n: 8 << 20, started: make(chan struct{})}
+	var wg sync.WaitGroup
+	var slowErr error
+	var slowD cache.Digest
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		slowD, _, slowErr = s.PutBlob(ctx, slow)
+	}()
+	<-slow.started
+	for i := range 5 {
+		_, _, err := s.PutBlob(ctx, &abortAfter{n: 1 << 20, err: cache.ErrCorrupt})
+		if !errors.Is(err, cache.ErrCorrupt) {
+			t.Fatalf("aborted put = %v", err)
+		}
+		m := cachetest.NewManifest(t, s, i, "a")
+		if err := s.PutManifest(ctx, m); err != nil {
+			t.Fatalf("PutManifest while a put runs and another was aborted: %v", err)
+		}
+	}
+	wg.Wait()
+	if slowErr != nil {
+		t.Fatalf("the put that ran beside the aborted ones failed: %v", slowErr)
+	}
+	if b, err := cachetest.Get(s, slowD); err != nil || len(b) != 8<<20 {
+		t.Fatalf("the blob put beside the aborted ones reads back %d bytes, %v", len(b), err)
+	}
+	lo, err := s.Leftovers(ctx, false)
+	if err != nil || lo.Chunks != 0 {
+		t.Fatalf("after the last put ended, the aborted puts left %+v, %v", lo, err)
 	}
 }

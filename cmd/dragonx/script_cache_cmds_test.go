@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"strconv"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -41,6 +42,15 @@ func withCacheCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, arg
 		ts.Check(err)
 		n := editManifests(ts, args[0], args[1], func(m *cache.Manifest) { m.Stage = name })
 		fmt.Fprintf(ts.Stdout(), "renamed %d manifest(s)\n", n)
+	}
+	// truncatefile FILE N: cut FILE to its first N bytes.
+	out["truncatefile"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 2 || neg {
+			ts.Fatalf("usage: truncatefile FILE N")
+		}
+		n, err := strconv.ParseInt(args[1], 10, 64)
+		ts.Check(err)
+		ts.Check(os.Truncate(ts.MkAbs(args[0]), n))
 	}
 	return out
 }

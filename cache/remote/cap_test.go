@@ -167,3 +167,35 @@ func TestPushReplacesOlderManifest(t *testing.T) {
 		t.Fatal("a push replaced a manifest of a newer version")
 	}
 }
+
+// TestFetchWrongSizeOfLocalBlob fetches an entry whose manifest records
+// another size for a blob that the local store already holds (so nothing
+// is downloaded to check it against): the entry is a corrupt miss, and no
+// manifest is stored.
+func TestFetchWrongSizeOfLocalBlob(t *testing.T) {
+	ctx := context.Background()
+	a := cache.NewMem()
+	m := entry(t, a, 1)
+	l := &liar{entries: map[string][]byte{}}
+	if _, err := remote.NewClient(l, a, remote.ClientOptions{}).Push(ctx, m.Key); err != nil {
+		t.Fatal(err)
+	}
+	bad := *m
+	bad.LogSize++
+	b, err := cache.MarshalManifest(&bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.entries["ac/"+m.Key.String()] = b
+	local := cache.NewMem()
+	if _, _, err := local.PutBlob(ctx, bytes.NewReader(fmt.Appendf(nil, "log of %d\n", 1))); err != nil {
+		t.Fatal(err)
+	}
+	_, err = remote.NewClient(l, local, remote.ClientOptions{}).Fetch(ctx, m.Key)
+	if !errors.Is(err, cache.ErrCorrupt) || !errors.Is(err, cache.ErrMiss) {
+		t.Fatalf("Fetch of a manifest with a wrong log size = %v, want a corrupt miss", err)
+	}
+	if _, err := local.GetManifest(ctx, m.Key); !errors.Is(err, cache.ErrMiss) {
+		t.Fatalf("the manifest was stored: %v", err)
+	}
+}

@@ -448,6 +448,11 @@ func (c *Client) Fetch(ctx context.Context, k cache.Key) (*cache.Manifest, error
 	m := e.Manifest
 	m.LastUsed = c.now().UTC()
 	if err := c.store.PutManifest(ctx, m); err != nil {
+		if errors.Is(err, cache.ErrSizeMismatch) {
+			// A size the manifest records is not that of the blob the
+			// local store holds: the manifest is wrong.
+			return nil, &cache.MissError{What: "remote manifest " + k.String(), Reason: errors.Join(cache.ErrCorrupt, err)}
+		}
 		return nil, err
 	}
 	c.mu.Lock()

@@ -105,7 +105,9 @@ func checkImport(t *testing.T, b []byte) {
 	if err := os.WriteFile(sentinel, []byte("untouched\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := cache.Open(ctx, cacheDir, cache.Options{ChunkSize: 4096})
+	opts := cache.Options{ChunkSize: 4096}
+	cache.SmallValueLogs(&opts)
+	s, err := cache.Open(ctx, cacheDir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func checkImport(t *testing.T, b []byte) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if s, err = cache.Open(ctx, cacheDir, cache.Options{ChunkSize: 4096}); err != nil {
+		if s, err = cache.Open(ctx, cacheDir, opts); err != nil {
 			t.Fatal(err)
 		}
 		if lo, err := s.Leftovers(ctx, false); err != nil || lo.Chunks != 0 {

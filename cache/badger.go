@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -86,10 +87,16 @@ type Badger struct {
 	writable bool
 	dbErr    error // why db is nil
 
-	// maint is held shared by every PutBlob and exclusively by a sweep of
-	// leftover chunks, so the sweep never takes the chunks of a blob that is
-	// still being written for one that was abandoned.
+	// maint is the write lock: held shared by every write (a PutBlob while
+	// it writes chunks, every update transaction) and exclusively by a drop
+	// of chunks (dropPending, the leftover sweep). Badger's DropPrefix makes
+	// concurrent writes fail, and a sweep must never take the chunks of a
+	// blob that is still being written for those of an abandoned one.
 	maint sync.RWMutex
+	// pmu guards pending: the blob ids of failed writes whose chunks are
+	// still to be dropped (dropPending).
+	pmu     sync.Mutex
+	pending []blobID
 
 	closeOnce sync.Once
 	closeErr  error
@@ -285,6 +292,8 @@ func (s *Badger) Dir() string { return s.dir }
 // return the first call's result.
 func (s *Badger) Close() error {
 	s.closeOnce.Do(func() {
+		// The chunks of failed writes go now, not at the next gc.
+		dropErr := s.dropPending(true)
 		s.dbmu.Lock()
 		defer s.dbmu.Unlock()
 		var err error
@@ -294,6 +303,9 @@ func (s *Badger) Close() error {
 		s.db, s.dbErr = nil, errClosed
 		if lerr := s.lock.release(); err == nil {
 			err = lerr
+		}
+		if err == nil {
+			err = dropErr
 		}
 		if err != nil {
 			s.closeErr = fmt.Errorf("cache: closing %s: %w", s.dir, err)
@@ -308,6 +320,8 @@ func (s *Badger) update(ctx context.Context, fn func(txn *badger.Txn) error) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	s.maint.RLock()
+	defer s.maint.RUnlock()
 	db, done, err := s.writer()
 	if err != nil {
 		return err
@@ -347,7 +361,7 @@ func wrapErr(op string, err error) error {
 		return err
 	}
 	var me *MissError
-	if errors.As(err, &me) || errors.Is(err, ErrMissingBlob) {
+	if errors.As(err, &me) || errors.Is(err, ErrMissingBlob) || errors.Is(err, ErrSizeMismatch) {
 		return err
 	}
 	return fmt.Errorf("cache: %s: %w", op, err)
@@ -385,11 +399,11 @@ func newBlobID() blobID {
 // chunk hashed and handed to Badger while the next one is read, so memory
 // stays at a few chunks whatever the blob's size. The blob's header, the
 // only key that names its digest, is written after every chunk, so a crash
-// or a failed read leaves no visible blob (only unnamed chunks, which gc
-// removes).
+// or a failed read leaves no visible blob. The chunks of a write that fails
+// (a read error, a rejected stream, a cancelled context) or that turns out
+// to duplicate a stored blob are dropped as one operation (see dropPending);
+// a crash leaves them as leftovers, which gc drops.
 func (s *Badger) PutBlob(ctx context.Context, r io.Reader) (Digest, int64, error) {
-	s.maint.RLock()
-	defer s.maint.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return Digest{}, 0, err
 	}
@@ -423,15 +437,37 @@ func (s *Badger) PutBlob(ctx context.Context, r io.Reader) (Digest, int64, error
 		}
 		return d, int64(n), nil
 	}
+	d, size, err := s.putChunked(ctx, cr, h, first, n, err)
+	// Drop the chunks of this write if it failed, now that it holds no
+	// lock; another write still running leaves them to the last one.
+	s.dropPending(false)
+	return d, size, err
+}
 
-	db, done, err2 := s.writer()
-	if err2 != nil {
-		return Digest{}, 0, err2
+// putChunked stores a blob too large to be inline: first[:n] is its first
+// chunk, and readErr the error that reading it returned (nil if more
+// follows). It holds the store's write lock shared while it writes, so no
+// drop of leftovers runs meanwhile; a failed write's chunks are queued for
+// dropPending.
+func (s *Badger) putChunked(ctx context.Context, cr io.Reader, h hash.Hash, first []byte, n int, readErr error) (Digest, int64, error) {
+	s.maint.RLock()
+	defer s.maint.RUnlock()
+	db, done, err := s.writer()
+	if err != nil {
+		return Digest{}, 0, err
 	}
 	defer done()
 	w := newChunkWriter(db, s.chunkSize, newBlobID())
+	abort := func() {
+		w.wg.Wait()
+		if w.next > 0 {
+			s.pmu.Lock()
+			s.pending = append(s.pending, w.id)
+			s.pmu.Unlock()
+		}
+	}
 	size := int64(0)
-	buf := first
+	buf, err := first, readErr
 	for {
 		h.Write(buf[:n])
 		size += int64(n)
@@ -447,12 +483,12 @@ func (s *Badger) PutBlob(ctx context.Context, r io.Reader) (Digest, int64, error
 		buf = w.buffer()
 		n, err = io.ReadFull(cr, buf)
 		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-			w.abort()
+			abort()
 			return Digest{}, 0, fmt.Errorf("cache: reading blob: %w", err)
 		}
 	}
 	if err := w.wait(); err != nil {
-		w.abort()
+		abort()
 		return Digest{}, 0, wrapErr("storing blob chunks", err)
 	}
 	var d Digest
@@ -469,12 +505,60 @@ func (s *Badger) PutBlob(ctx context.Context, r io.Reader) (Digest, int64, error
 		return txn.Set(blobKey(d), encodeChunkedHeader(size, s.chunkSize, w.id))
 	})
 	if err != nil || dup {
-		w.abort() // the stored copy stays; ours is surplus
+		abort() // the stored copy stays; ours is surplus
 	}
 	if err != nil {
 		return Digest{}, 0, wrapErr("storing blob header", err)
 	}
 	return d, size, nil
+}
+
+// dropPending drops the chunks of the failed writes queued by putChunked,
+// all at once with Badger's DropPrefix: unlike tombstones written key by
+// key, which an interruption can leave half done and which hide the chunks
+// from the leftover sweep while their bytes stay in the value log,
+// DropPrefix removes them from every level and records the value-log space
+// they held as garbage, so the next Compact (gc) returns it. DropPrefix
+// blocks Badger's writes while it runs, so it needs the write lock
+// exclusively: with wait false it gives up (leaving the queue to the next
+// caller) if another write holds it. Whatever a crash leaves queued is
+// found by the leftover sweep.
+func (s *Badger) dropPending(wait bool) error {
+	s.pmu.Lock()
+	empty := len(s.pending) == 0
+	s.pmu.Unlock()
+	if empty {
+		return nil
+	}
+	if wait {
+		s.maint.Lock()
+	} else if !s.maint.TryLock() {
+		return nil
+	}
+	defer s.maint.Unlock()
+	s.pmu.Lock()
+	ids := s.pending
+	s.pending = nil
+	s.pmu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	db, done, err := s.writer()
+	if err != nil {
+		return err
+	}
+	defer done()
+	prefixes := make([][]byte, len(ids))
+	for i, id := range ids {
+		prefixes[i] = chunkPrefix(id)
+	}
+	if err := db.DropPrefix(prefixes...); err != nil {
+		s.pmu.Lock()
+		s.pending = append(s.pending, ids...)
+		s.pmu.Unlock()
+		return wrapErr("dropping the chunks of failed writes", err)
+	}
+	return nil
 }
 
 // chunkWriter writes one blob's chunks with up to putPipeline commits in
@@ -552,25 +636,6 @@ func (w *chunkWriter) wait() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
-}
-
-// abort deletes the chunks written so far (best effort: what it leaves is
-// swept as leftovers).
-func (w *chunkWriter) abort() {
-	w.wg.Wait()
-	deleteChunks(w.db, w.id, w.next)
-}
-
-// deleteChunks writes tombstones for chunks [0, n) of id.
-func deleteChunks(db *badger.DB, id blobID, n uint32) error {
-	wb := db.NewWriteBatch()
-	defer wb.Cancel()
-	for i := uint32(0); i < n; i++ {
-		if err := wb.Delete(chunkKey(id, i)); err != nil {
-			return err
-		}
-	}
-	return wb.Flush()
 }
 
 // OpenBlob implements Store. The reader fetches one chunk at a time and
@@ -675,15 +740,26 @@ func (s *Badger) HasBlob(ctx context.Context, d Digest) (bool, error) {
 }
 
 // DeleteBlob implements Store. It removes the header, which makes the blob
-// invisible at once; the chunks become leftovers that Sweep removes (gc
+// invisible at once; the chunks become leftovers that the sweep removes (gc
 // does), returning their space.
+//
+// The chunks are also queued to be dropped at Close (see dropPending), so a
+// command that takes back what it stored (a refused import) leaves nothing
+// behind; gc's sweep drops them sooner.
 func (s *Badger) DeleteBlob(ctx context.Context, d Digest) error {
 	if ok, err := s.exists(ctx, blobKey(d)); err != nil || !ok {
 		return wrapErr("deleting blob", err)
 	}
+	var h *blobHeader
 	err := s.update(ctx, func(txn *badger.Txn) error {
+		h, _ = getHeader(txn, d)
 		return txn.Delete(blobKey(d))
 	})
+	if err == nil && h != nil && h.inline == nil {
+		s.pmu.Lock()
+		s.pending = append(s.pending, h.id)
+		s.pmu.Unlock()
+	}
 	return wrapErr("deleting blob", err)
 }
 
@@ -776,24 +852,27 @@ func getManifest(txn *badger.Txn, k Key) (*Manifest, error) {
 // manifest names has a header and writes the manifest; a concurrent
 // DeleteBlob of one of them makes it retry and fail.
 func (s *Badger) PutManifest(ctx context.Context, m *Manifest) error {
-	c, err := prepareManifest(m)
-	if err != nil {
-		return err
-	}
-	v, err := encodeManifest(c)
-	if err != nil {
-		return err
-	}
-	err = s.update(ctx, func(txn *badger.Txn) error {
-		for _, d := range c.Blobs() {
+	err := s.update(ctx, func(txn *badger.Txn) error {
+		c, err := prepareManifest(m) // afresh: a retry fills the sizes again
+		if err != nil {
+			return err
+		}
+		err = completeSizes(c, func(d Digest) (int64, bool, error) {
 			h, err := getHeader(txn, d)
-			var me *MissError
-			if h == nil && (err == nil || errors.As(err, &me)) {
-				return fmt.Errorf("%w: manifest %s (stage %s) names %s", ErrMissingBlob, c.Key.Short(), c.Stage, d)
+			if h == nil && (err == nil || isMiss(err)) {
+				return 0, false, nil
 			}
 			if err != nil {
-				return err
+				return 0, false, err
 			}
+			return h.size, true, nil
+		})
+		if err != nil {
+			return err
+		}
+		v, err := encodeManifest(c)
+		if err != nil {
+			return err
 		}
 		return txn.Set(manifestKey(c.Key), v)
 	})
@@ -1029,7 +1108,15 @@ func (s *Badger) Leftovers(ctx context.Context, remove bool) (Leftovers, error) 
 	if err != nil {
 		return lo, wrapErr("finding leftover chunks", err)
 	}
-	if !remove || len(dead) == 0 {
+	if !remove {
+		return lo, nil
+	}
+	// The sweep sees every chunk of a failed write still queued for
+	// dropPending (they are ordinary keys until dropped).
+	s.pmu.Lock()
+	s.pending = nil
+	s.pmu.Unlock()
+	if len(dead) == 0 {
 		return lo, nil
 	}
 	// DropPrefix rather than per-key deletes: it removes the keys from

@@ -20,16 +20,18 @@ import (
 // export` and `import`): a POSIX tar file (docs/cache-format.md, "Bundles")
 // holding, in this order,
 //
-//	VERSION                    "dragonx bundle 1\n"
+//	VERSION                    "dragonx bundle 2\n"
 //	manifests/<key hex>.json   one per entry: the manifest as JSON
-//	blobs/sha256/<hex>         every blob the manifests reach, sorted
+//	blobs/sha256/<hex>         every blob the manifests reach: the trees
+//	                           of tree outputs, then the others, each
+//	                           group sorted
 //
 // Entries have mode 0644, no owner and a zero modification time, so the
 // same selection exports to the same bytes (up to the manifests' LastUsed).
 // Manifests come first so that a reader knows what the bundle is for before
 // it reads gigabytes; tar was chosen because any system can list and
 // unpack it for inspection.
-const bundleVersion = "dragonx bundle 1\n"
+const bundleVersion = "dragonx bundle 2\n"
 
 const (
 	bundleVersionName = "VERSION"
@@ -87,7 +89,23 @@ func Export(ctx context.Context, s Store, keys []Key, w io.Writer, p progress.Re
 	for d := range need {
 		digests = append(digests, d)
 	}
-	sort.Slice(digests, func(i, j int) bool { return digests[i].String() < digests[j].String() })
+	// The trees of tree outputs first, so that an importer knows the size
+	// of every file blob before it reads it; then the rest, each group
+	// sorted by digest.
+	isTree := map[Digest]bool{}
+	for _, m := range ms {
+		for _, o := range m.Outputs {
+			if o.Tree {
+				isTree[o.Digest] = true
+			}
+		}
+	}
+	sort.Slice(digests, func(i, j int) bool {
+		if isTree[digests[i]] != isTree[digests[j]] {
+			return isTree[digests[i]]
+		}
+		return digests[i].String() < digests[j].String()
+	})
 
 	tw := tar.NewWriter(w)
 	hdr := func(name string, size int64) *tar.Header {
@@ -173,20 +191,31 @@ type ImportError struct {
 func (e *ImportError) Error() string {
 	const show = 10
 	var b strings.Builder
-	fmt.Fprintf(&b, "cache: import refused, nothing was added: %s", strings.Join(e.Problems[:min(len(e.Problems), show)], "; "))
+	probs := make([]string, 0, show)
+	for _, p := range e.Problems[:min(len(e.Problems), show)] {
+		probs = append(probs, Printable(p))
+	}
+	fmt.Fprintf(&b, "cache: import refused, nothing was added: %s", strings.Join(probs, "; "))
 	if len(e.Problems) > show {
 		fmt.Fprintf(&b, "; and %d more", len(e.Problems)-show)
 	}
 	return b.String()
 }
 
-// Import adds the entries of the bundle read from r to s. It stores every
-// blob of the bundle, checking each against its digest as it streams, then
-// checks that every manifest is complete (each blob it reaches, and each
-// file of its trees, is in the bundle or already in s). Only if everything
-// checks out does it write the manifests, with LastUsed set to now;
-// otherwise it removes the blobs it added and returns an *ImportError, so a
-// bad bundle leaves s as it was. Entries already in s are left as they are.
+// Import adds the entries of the bundle read from r to s. Every blob must
+// have a size known before it is read: the size its manifest records, or
+// the size a tree that came before it lists (Export writes the trees of
+// tree outputs before the other blobs). A blob of another size, or that no
+// manifest or earlier tree names, is refused without being read; the
+// others are stored capped at that size and checked against their digest
+// as they stream, so a blob whose bytes are wrong is never stored. Then
+// Import checks that every manifest is complete (each blob it reaches, and
+// each file of its trees, is in the bundle or already in s, with the
+// recorded size). Only if everything checks out does it write the
+// manifests, with LastUsed set to now; otherwise it removes every blob it
+// added and returns an *ImportError, so a bad bundle leaves s as it was. A
+// bundle with no manifest (one truncated after its header) is refused.
+// Entries already in s are left as they are.
 func Import(ctx context.Context, s Store, r io.Reader, p progress.Reporter) (*BundleReport, error) {
 	if p == nil {
 		p = progress.Nop{}
@@ -213,7 +242,18 @@ func Import(ctx context.Context, s Store, r io.Reader, p progress.Reporter) (*Bu
 	tr := tar.NewReader(r)
 	var ms []*Manifest
 	seenManifest := map[Key]bool{}
-	inBundle := map[Digest]int64{}
+	inBundle := map[Digest]bool{}
+	// want is the size of every blob known so far: from the manifests, and
+	// from the trees already read. trees are the tree outputs' digests.
+	want := map[Digest]int64{}
+	trees := map[Digest]bool{}
+	know := func(d Digest, n int64, what string) {
+		if old, ok := want[d]; ok && old != n {
+			problem("%s: blob %s is recorded with %d and %d bytes", what, d.Short(), old, n)
+			return
+		}
+		want[d] = n
+	}
 	first := true
 	var done int64
 	for {
@@ -256,6 +296,10 @@ func Import(ctx context.Context, s Store, r io.Reader, p progress.Reporter) (*Bu
 				problem("%s: not a manifest name", h.Name)
 				continue
 			}
+			if len(inBundle) > 0 {
+				problem("manifest %s comes after blobs", k.Short())
+				continue
+			}
 			if h.Size > maxBundleManifest {
 				problem("%s: %d bytes is too large for a manifest", h.Name, h.Size)
 				continue
@@ -275,6 +319,14 @@ func Import(ctx context.Context, s Store, r io.Reader, p progress.Reporter) (*Bu
 			}
 			seenManifest[k] = true
 			ms = append(ms, m)
+			for d, n := range m.BlobSizes() {
+				know(d, n, "manifest "+k.Short())
+			}
+			for _, o := range m.Outputs {
+				if o.Tree {
+					trees[o.Digest] = true
+				}
+			}
 		case strings.HasPrefix(h.Name, bundleBlobDir):
 			hexd := strings.TrimPrefix(h.Name, bundleBlobDir)
 			d, err := ParseDigest(DigestPrefix + hexd)
@@ -282,40 +334,62 @@ func Import(ctx context.Context, s Store, r io.Reader, p progress.Reporter) (*Bu
 				problem("%s: not a blob name", h.Name)
 				continue
 			}
-			if _, dup := inBundle[d]; dup {
+			if inBundle[d] {
 				problem("blob %s appears twice", d.Short())
 				continue
 			}
-			inBundle[d] = h.Size
-			ok, err := s.HasBlob(ctx, d)
+			inBundle[d] = true
+			size, ok := want[d]
+			if !ok {
+				problem("blob %s is not used by any manifest of the bundle (or comes before the tree that lists it)", d.Short())
+				continue // tar skips the bytes
+			}
+			if h.Size != size {
+				problem("blob %s: the bundle holds %d bytes, its manifest or tree records %d", d.Short(), h.Size, size)
+				continue
+			}
+			ok, err = s.HasBlob(ctx, d)
 			if err != nil {
 				return fail(err)
 			}
 			if ok {
 				rep.BlobsPresent++
-				done += h.Size
-				p.Report(progress.Event{Done: done, Unit: "B", Note: "importing"})
-				continue // tar skips the bytes
-			}
-			got, n, err := s.PutBlob(ctx, tr)
-			if err != nil {
-				if errors.Is(err, tar.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
-					return fail(fmt.Errorf("cache: import: reading bundle: %w", err))
+			} else {
+				// The tar reader stops at the entry's size, which is the
+				// recorded one; the verifying reader rejects bytes that do
+				// not hash to d, so they are never stored.
+				_, n, err := s.PutBlob(ctx, VerifyingReader(tr, d, size))
+				if errors.Is(err, ErrCorrupt) {
+					problem("blob %s: %s", d.Short(), reason(err))
+					continue
 				}
-				return fail(err)
+				if err != nil {
+					if errors.Is(err, tar.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
+						return fail(fmt.Errorf("cache: import: reading bundle: %w", err))
+					}
+					return fail(err)
+				}
+				added = append(added, d)
+				rep.Blobs++
+				rep.Bytes += n
 			}
-			if got != d || n != h.Size {
-				// The bytes were stored under their own digest, where they
-				// are correct and harmless; gc removes them.
-				problem("blob %s: its %d bytes hash to %s", d.Short(), n, got.Short())
-				delete(inBundle, d)
-				continue
-			}
-			added = append(added, d)
-			rep.Blobs++
-			rep.Bytes += n
-			done += n
+			done += size
 			p.Report(progress.Event{Done: done, Unit: "B", Note: "importing"})
+			if trees[d] {
+				t, err := ReadTree(ctx, s, d)
+				if err != nil {
+					if !errors.Is(err, ErrMiss) {
+						return fail(err)
+					}
+					problem("tree %s: %s", d.Short(), reason(err))
+					continue
+				}
+				for _, e := range t.Entries {
+					if e.Type == TypeFile {
+						know(e.Digest, e.Size, "tree "+d.Short())
+					}
+				}
+			}
 		default:
 			problem("%s: unexpected entry", h.Name)
 		}
@@ -323,31 +397,43 @@ func Import(ctx context.Context, s Store, r io.Reader, p progress.Reporter) (*Bu
 	if first {
 		return fail(errors.New("cache: import: empty bundle"))
 	}
+	if len(ms) == 0 && len(problems) == 0 {
+		return fail(errors.New("cache: import: the bundle holds no stage run (is it truncated?)"))
+	}
 
-	// Completeness: every blob each manifest reaches is stored now.
+	// Completeness: every blob each manifest reaches is stored now, with
+	// the size the manifest and its trees record.
 	r2 := newReach(s)
 	reached := map[Digest]bool{}
 	for _, m := range ms {
-		ds, bad, err := r2.blobs(ctx, m)
+		ds, _, err := r2.blobs(ctx, m)
 		if err != nil {
 			return fail(err)
 		}
-		for d, err := range bad {
-			problem("manifest %s (%s): tree %s: %s", m.Key.Short(), m.Stage, d.Short(), reason(err))
-		}
+		sizes := map[Digest]int64{}
 		for _, d := range ds {
 			reached[d] = true
-			ok, err := s.HasBlob(ctx, d)
+			n, err := storedSize(ctx, s, d)
 			if err != nil {
 				return fail(err)
 			}
-			if !ok {
-				problem("manifest %s (%s) needs blob %s, which is neither in the bundle nor in the cache", m.Key.Short(), m.Stage, d.Short())
+			if n >= 0 {
+				sizes[d] = n
 			}
+		}
+		probs, err := checkManifest(ctx, r2, m, sizes, nil)
+		if err != nil {
+			return fail(err)
+		}
+		for _, pr := range probs {
+			if pr.Kind == ProblemMissingBlob {
+				pr.Detail += ", which is neither in the bundle nor in the cache"
+			}
+			problem("%s", pr.String())
 		}
 	}
 	for d := range inBundle {
-		if !reached[d] {
+		if _, named := want[d]; named && !reached[d] {
 			problem("blob %s is not used by any manifest of the bundle", d.Short())
 		}
 	}
@@ -368,6 +454,20 @@ func Import(ctx context.Context, s Store, r io.Reader, p progress.Reporter) (*Bu
 		rep.Manifests++
 	}
 	return rep, nil
+}
+
+// storedSize returns the size of blob d in s, or -1 if s does not hold it
+// (or it is unreadable).
+func storedSize(ctx context.Context, s Store, d Digest) (int64, error) {
+	rc, n, err := s.OpenBlob(ctx, d)
+	if errors.Is(err, ErrMiss) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	rc.Close()
+	return n, nil
 }
 
 // ImportFile is Import from the bundle file at path.

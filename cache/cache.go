@@ -98,8 +98,11 @@ func ParseKey(s string) (Key, error) {
 }
 
 // ManifestVersion is the format version of Manifest; a stored manifest with
-// another version is a miss.
-const ManifestVersion = 1
+// another version is a miss. Version 2 records the size of every blob a
+// manifest names (LogSize, Output.TreeSize), so that a blob read from a
+// remote or a bundle has a size known from the manifest as a hard cap;
+// version 1 manifests, which lacked them, are a miss (the stage reruns once).
+const ManifestVersion = 2
 
 // Manifest records one successful stage run.
 type Manifest struct {
@@ -110,10 +113,13 @@ type Manifest struct {
 	KindVersion string            `json:"kind_version"`
 	Outputs     map[string]Output `json:"outputs"`
 	Log         Digest            `json:"log"` // the stage's combined output; zero if empty
-	Started     time.Time         `json:"started"`
-	Duration    time.Duration     `json:"duration_ns"`
-	Host        string            `json:"host"`
-	Tool        string            `json:"tool"` // dragonx version that ran it
+	// LogSize is the log's size in bytes (0 when there is no log).
+	// PutManifest fills it in from the stored blob when it is 0.
+	LogSize  int64         `json:"log_size"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration_ns"`
+	Host     string        `json:"host"`
+	Tool     string        `json:"tool"` // dragonx version that ran it
 	// LastUsed is when a run last hit this entry; bumped at most once an hour.
 	LastUsed time.Time `json:"last_used"`
 }
@@ -127,6 +133,10 @@ type Output struct {
 	// Materialize restores the mode (files inside a tree carry their mode in
 	// the tree itself). It is not part of the digest.
 	Exec bool `json:"exec,omitempty"`
+	// TreeSize is, for a tree, the size of the tree blob itself (its
+	// listing; Size counts its files). PutManifest fills it in from the
+	// stored blob when it is 0.
+	TreeSize int64 `json:"tree_size,omitempty"`
 }
 
 // Blobs returns the digests the manifest refers to directly (outputs and log),
@@ -140,6 +150,24 @@ func (m *Manifest) Blobs() []Digest {
 		ds = append(ds, m.Log)
 	}
 	return ds
+}
+
+// BlobSizes returns the size of every blob the manifest names directly
+// (Blobs): each single-file output's Size, each tree's TreeSize and the
+// LogSize. Readers of a remote or a bundle use them as hard caps.
+func (m *Manifest) BlobSizes() map[Digest]int64 {
+	sizes := map[Digest]int64{}
+	for _, o := range m.Outputs {
+		if o.Tree {
+			sizes[o.Digest] = o.TreeSize
+		} else {
+			sizes[o.Digest] = o.Size
+		}
+	}
+	if !m.Log.IsZero() {
+		sizes[m.Log] = m.LogSize
+	}
+	return sizes
 }
 
 // OutputNames returns the names of m's outputs in sorted order.
@@ -163,6 +191,10 @@ var ErrCorrupt = errors.New("cache: corrupt entry")
 // ErrMissingBlob is matched by PutManifest's error when the manifest names a
 // blob that is not stored.
 var ErrMissingBlob = errors.New("cache: manifest names a blob that is not stored")
+
+// ErrSizeMismatch is matched by PutManifest's error when the manifest
+// records another size for a blob than the stored blob has.
+var ErrSizeMismatch = errors.New("cache: manifest records another size than the stored blob has")
 
 // MissError is a cache miss with its reason.
 type MissError struct {
@@ -212,8 +244,10 @@ type Store interface {
 	GetManifest(ctx context.Context, k Key) (*Manifest, error)
 	// PutManifest stores m under m.Key in one transaction. Every blob that m
 	// names directly (Blobs) must already be stored; otherwise it fails with
-	// an error matching ErrMissingBlob and stores nothing. A zero Version is
-	// stored as ManifestVersion.
+	// an error matching ErrMissingBlob and stores nothing. The sizes m
+	// records (BlobSizes) must be those of the stored blobs, or it fails
+	// with ErrSizeMismatch; a zero LogSize or TreeSize is filled in from the
+	// stored blob. A zero Version is stored as ManifestVersion.
 	PutManifest(ctx context.Context, m *Manifest) error
 	// DeleteManifest removes the manifest under k; a missing one is not an error.
 	DeleteManifest(ctx context.Context, k Key) error

@@ -17,6 +17,12 @@ const valueFormat byte = 1
 // corrupt, but this version cannot use them.
 var ErrForeignVersion = errors.New("cache: entry of another format version")
 
+// ErrOlderVersion is matched, with ErrForeignVersion, by a manifest of an
+// older version than this dragonx writes: one it may replace (a push
+// replaces such a manifest on a remote), where a newer one must be left to
+// the newer dragonx that wrote it.
+var ErrOlderVersion = errors.New("cache: written by an older dragonx")
+
 // encodeManifest returns the stored form of m: valueFormat then JSON.
 func encodeManifest(m *Manifest) ([]byte, error) {
 	var buf bytes.Buffer
@@ -47,6 +53,9 @@ func decodeManifest(k Key, b []byte) (*Manifest, error) {
 	if v.Version == nil {
 		return nil, corrupt(what, "no version field")
 	}
+	if *v.Version < ManifestVersion {
+		return nil, missing(what, fmt.Errorf("%w (%w): manifest version %d, this dragonx reads %d", ErrForeignVersion, ErrOlderVersion, *v.Version, ManifestVersion))
+	}
 	if *v.Version != ManifestVersion {
 		return nil, missing(what, fmt.Errorf("%w: manifest version %d, this dragonx reads %d", ErrForeignVersion, *v.Version, ManifestVersion))
 	}
@@ -57,18 +66,56 @@ func decodeManifest(k Key, b []byte) (*Manifest, error) {
 	if m.Key != k {
 		return nil, corrupt(what, "value names key %s", m.Key)
 	}
-	for name, o := range m.Outputs {
-		if o.Digest.IsZero() {
-			return nil, corrupt(what, "output %q has no digest", name)
-		}
-		if o.Size < 0 {
-			return nil, corrupt(what, "output %q has size %d", name, o.Size)
-		}
+	if err := checkSizes(m); err != nil {
+		return nil, corrupt(what, "%v", err)
 	}
 	if m.Outputs == nil {
 		m.Outputs = map[string]Output{}
 	}
 	return m, nil
+}
+
+// checkSizes checks the sizes a decoded manifest records: none negative,
+// every tree's TreeSize in (0, MaxTreeSize], no TreeSize on a file, no log
+// size without a log, and one size per blob (a digest named twice names
+// the same bytes).
+func checkSizes(m *Manifest) error {
+	sizes := map[Digest]int64{}
+	same := func(d Digest, n int64, what string) error {
+		if old, ok := sizes[d]; ok && old != n {
+			return fmt.Errorf("%s: blob %s is recorded with %d and %d bytes", what, d.Short(), old, n)
+		}
+		sizes[d] = n
+		return nil
+	}
+	for _, name := range m.OutputNames() {
+		o := m.Outputs[name]
+		if o.Digest.IsZero() {
+			return fmt.Errorf("output %q has no digest", name)
+		}
+		if o.Size < 0 || o.TreeSize < 0 {
+			return fmt.Errorf("output %q has size %d (tree %d)", name, o.Size, o.TreeSize)
+		}
+		n := o.Size
+		if o.Tree {
+			if o.TreeSize == 0 || o.TreeSize > MaxTreeSize {
+				return fmt.Errorf("tree output %q records a tree blob of %d bytes", name, o.TreeSize)
+			}
+			n = o.TreeSize
+		} else if o.TreeSize != 0 {
+			return fmt.Errorf("output %q is a file but records a tree size", name)
+		}
+		if err := same(o.Digest, n, fmt.Sprintf("output %q", name)); err != nil {
+			return err
+		}
+	}
+	if m.LogSize < 0 || (m.Log.IsZero() && m.LogSize != 0) {
+		return fmt.Errorf("log size %d for log %s", m.LogSize, m.Log)
+	}
+	if !m.Log.IsZero() {
+		return same(m.Log, m.LogSize, "log")
+	}
+	return nil
 }
 
 // prepareManifest checks m before a store writes it and returns the copy to
@@ -88,11 +135,59 @@ func prepareManifest(m *Manifest) (*Manifest, error) {
 		if o.Digest.IsZero() {
 			return nil, fmt.Errorf("cache: manifest %s: output %q has no digest", c.Key, name)
 		}
-		if o.Size < 0 {
-			return nil, fmt.Errorf("cache: manifest %s: output %q has size %d", c.Key, name, o.Size)
+		if o.Size < 0 || o.TreeSize < 0 {
+			return nil, fmt.Errorf("cache: manifest %s: output %q has size %d (tree %d)", c.Key, name, o.Size, o.TreeSize)
 		}
 	}
+	if c.LogSize < 0 {
+		return nil, fmt.Errorf("cache: manifest %s: log size %d", c.Key, c.LogSize)
+	}
 	return c, nil
+}
+
+// completeSizes checks the sizes manifest c records against the stored
+// blobs (stored returns a blob's size, and false when it is not stored) and
+// fills in a zero LogSize or TreeSize. A blob that is not stored is an
+// ErrMissingBlob, another size an ErrSizeMismatch.
+func completeSizes(c *Manifest, stored func(Digest) (int64, bool, error)) error {
+	check := func(d Digest, rec *int64, fill bool, what string) error {
+		n, ok, err := stored(d)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: manifest %s (stage %s) names %s (%s)", ErrMissingBlob, c.Key.Short(), c.Stage, d, what)
+		}
+		if fill && *rec == 0 {
+			*rec = n
+		}
+		if *rec != n {
+			return fmt.Errorf("%w: manifest %s (stage %s): %s %s records %d bytes, the stored blob has %d", ErrSizeMismatch, c.Key.Short(), c.Stage, what, d.Short(), *rec, n)
+		}
+		return nil
+	}
+	for _, name := range c.OutputNames() {
+		o := c.Outputs[name]
+		var err error
+		if o.Tree {
+			err = check(o.Digest, &o.TreeSize, true, fmt.Sprintf("tree of output %q", name))
+		} else {
+			err = check(o.Digest, &o.Size, false, fmt.Sprintf("output %q", name))
+		}
+		if err != nil {
+			return err
+		}
+		c.Outputs[name] = o
+	}
+	if !c.Log.IsZero() {
+		if err := check(c.Log, &c.LogSize, true, "log"); err != nil {
+			return err
+		}
+	}
+	if err := checkSizes(c); err != nil {
+		return fmt.Errorf("cache: manifest %s (stage %s): %w", c.Key.Short(), c.Stage, err)
+	}
+	return nil
 }
 
 // encodeValue prefixes b with valueFormat.

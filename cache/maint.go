@@ -218,6 +218,12 @@ type VerifyOptions struct {
 	// and leftovers of interrupted writes.
 	Repair   bool
 	Progress progress.Reporter // bytes read; nil for none
+	// Declared lists, for the stage keys that experiments use now, the
+	// outputs their stages declare: a manifest under one of these keys that
+	// lacks one of them is incomplete (ProblemIncomplete). The cache alone
+	// cannot know what a stage declares; `dragonx cache verify FILE.hcl`
+	// fills this in.
+	Declared map[Key][]string
 }
 
 // Problem is one thing Verify found wrong.
@@ -244,6 +250,9 @@ const (
 	// ProblemSizeMismatch: a manifest or tree records another size than
 	// the blob has.
 	ProblemSizeMismatch = "size mismatch"
+	// ProblemIncomplete: a manifest lacks an output its stage declares
+	// (VerifyOptions.Declared); the stage reruns.
+	ProblemIncomplete = "incomplete manifest"
 )
 
 func (p Problem) String() string {
@@ -252,14 +261,14 @@ func (p Problem) String() string {
 	if !p.Key.IsZero() {
 		fmt.Fprintf(&b, ": manifest %s", p.Key.Short())
 		if p.Stage != "" {
-			fmt.Fprintf(&b, " (%s)", p.Stage)
+			fmt.Fprintf(&b, " (%s)", Printable(p.Stage))
 		}
 	}
 	if !p.Digest.IsZero() {
 		fmt.Fprintf(&b, ": %s", p.Digest)
 	}
 	if p.Detail != "" {
-		fmt.Fprintf(&b, ": %s", p.Detail)
+		fmt.Fprintf(&b, ": %s", Printable(p.Detail))
 	}
 	if p.Repaired {
 		b.WriteString(" [removed]")
@@ -345,6 +354,11 @@ func Verify(ctx context.Context, s Store, opts VerifyOptions) (*VerifyReport, er
 			if probs, err = checkManifest(ctx, r, m, sizes, bad); err != nil {
 				return err
 			}
+			for _, name := range opts.Declared[k] {
+				if _, ok := m.Outputs[name]; !ok {
+					probs = append(probs, Problem{Kind: ProblemIncomplete, Key: k, Stage: m.Stage, Detail: fmt.Sprintf("lacks the declared output %q", name)})
+				}
+			}
 		}
 		if len(probs) > 0 && opts.Repair {
 			if err := s.DeleteManifest(ctx, k); err != nil {
@@ -396,6 +410,9 @@ func checkManifest(ctx context.Context, r *reach, m *Manifest, sizes map[Digest]
 			}
 			continue
 		}
+		if sizes[o.Digest] != o.TreeSize {
+			problem(ProblemSizeMismatch, o.Digest, "output %q records a tree of %d bytes, the blob has %d", name, o.TreeSize, sizes[o.Digest])
+		}
 		t, err := r.tree(ctx, o.Digest)
 		if err != nil {
 			var me *MissError
@@ -419,8 +436,12 @@ func checkManifest(ctx context.Context, r *reach, m *Manifest, sizes map[Digest]
 			}
 		}
 	}
-	if !m.Log.IsZero() && !present(m.Log) {
-		problem(ProblemMissingBlob, m.Log, "log")
+	if !m.Log.IsZero() {
+		if !present(m.Log) {
+			problem(ProblemMissingBlob, m.Log, "log")
+		} else if sizes[m.Log] != m.LogSize {
+			problem(ProblemSizeMismatch, m.Log, "the log records %d bytes, the blob has %d", m.LogSize, sizes[m.Log])
+		}
 	}
 	return probs, nil
 }

@@ -149,19 +149,21 @@ func (s *Mem) PutManifest(ctx context.Context, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	v, err := encodeManifest(c)
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	for _, d := range c.Blobs() {
-		if _, ok := s.blobs[d]; !ok {
-			return fmt.Errorf("%w: manifest %s (stage %s) names %s", ErrMissingBlob, c.Key.Short(), c.Stage, d)
-		}
+	err = completeSizes(c, func(d Digest) (int64, bool, error) {
+		b, ok := s.blobs[d]
+		return int64(len(b)), ok, nil
+	})
+	if err != nil {
+		return err
+	}
+	v, err := encodeManifest(c)
+	if err != nil {
+		return err
 	}
 	s.manifests[c.Key] = v
 	return nil
@@ -337,5 +339,12 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return c.r.Read(p)
+	n, err := c.r.Read(p)
+	if err == io.ErrUnexpectedEOF {
+		// The source is truncated (a tar entry cut short). io.ReadFull
+		// returns this very error for a short last chunk, which PutBlob
+		// takes for the end of the blob: wrap it so that it is a failure.
+		err = fmt.Errorf("source: %w", err)
+	}
+	return n, err
 }

@@ -84,7 +84,7 @@ func (e *Engine) Plan(ctx context.Context, cfg *Config, targets []Addr) (*Report
 			fmt.Fprint(e.DebugOut, keyDebug(inst.Addr, res.Key, lines))
 		}
 		m, err := e.Store.GetManifest(ctx, res.Key)
-		if err == nil && e.blobsPresent(ctx, m) {
+		if err == nil && missingOutput(inst, m) == "" && e.blobsPresent(ctx, m) {
 			res.Status = StatusCached
 			res.Outputs = m.Outputs
 			res.Log = m.Log
@@ -96,7 +96,7 @@ func (e *Engine) Plan(ctx context.Context, cfg *Config, targets []Addr) (*Report
 			continue
 		}
 		if !e.Debug.CacheVerify {
-			if m := remote.lookup(ctx, inst.Addr, res.Key); m != nil {
+			if m := remote.lookup(ctx, inst.Addr, res.Key); m != nil && missingOutput(inst, m) == "" {
 				res.Status = StatusCached
 				res.Remote = true
 				res.Outputs = m.Outputs
@@ -107,6 +107,11 @@ func (e *Engine) Plan(ctx context.Context, cfg *Config, targets []Addr) (*Report
 		}
 		res.Status = StatusRun
 		res.Reasons = explain(prev, inst, digests)
+		if err == nil {
+			if name := missingOutput(inst, m); name != "" {
+				res.Reasons = []string{incompleteReason(name)}
+			}
+		}
 		if len(res.Reasons) == 0 {
 			res.Reasons = []string{"the cached result of this exact configuration is gone (removed by gc, deleted, or found corrupt)"}
 		}
@@ -119,6 +124,24 @@ func (e *Engine) Plan(ctx context.Context, cfg *Config, targets []Addr) (*Report
 		e.UI.End(rep)
 	}
 	return rep, nil
+}
+
+// missingOutput returns the name of an output inst declares that manifest m
+// does not record, or "". Such a manifest (damaged, crafted, or written
+// when the stage declared fewer outputs) is a miss: the stage reruns and
+// its new manifest replaces it.
+func missingOutput(inst *Instance, m *cache.Manifest) string {
+	for _, o := range inst.Stage.Outputs() {
+		if _, ok := m.Outputs[o.Name]; !ok {
+			return o.Name
+		}
+	}
+	return ""
+}
+
+// incompleteReason explains a rerun for a manifest that lacks an output.
+func incompleteReason(output string) string {
+	return fmt.Sprintf("the cached result lacks the declared output %q; regenerating", output)
 }
 
 // blobsPresent reports whether every blob a manifest names is stored.

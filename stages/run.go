@@ -219,15 +219,28 @@ func (r *runner) runOne(ctx context.Context, inst *Instance, force bool) *Result
 	if m, err := e.Store.GetManifest(ctx, res.Key); err == nil {
 		cached = m
 	}
-	usable := cached != nil && !force && !e.Debug.CacheVerify
+	// A manifest that lacks a declared output is a miss (rerun), never a
+	// permanent failure.
+	lacks := ""
+	if cached != nil {
+		lacks = missingOutput(inst, cached)
+	}
+	usable := cached != nil && lacks == "" && !force && !e.Debug.CacheVerify
 	complete := usable && e.blobsPresent(ctx, cached)
 	pulled := false
 	if !complete && !force && !e.Debug.CacheVerify {
 		// Read through: a local miss asks the remote, which copies a
 		// complete, verified entry into the local store.
 		if m := r.remote.fetch(ctx, inst.Addr, res.Key); m != nil {
-			cached, usable, complete, pulled = m, true, true, true
+			if name := missingOutput(inst, m); name == "" {
+				cached, usable, complete, pulled = m, true, true, true
+			} else {
+				lacks = name
+			}
 		}
+	}
+	if !usable && lacks != "" && !force && !e.Debug.CacheVerify {
+		res.Reasons = []string{incompleteReason(lacks)}
 	}
 	if usable {
 		if complete {

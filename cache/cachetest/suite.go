@@ -57,6 +57,7 @@ func (s *Suite) Run(t *testing.T) {
 		{"BlobCancel", s.testBlobCancel},
 		{"Manifest", s.testManifest},
 		{"ManifestMissingBlob", s.testManifestMissingBlob},
+		{"ManifestSizes", s.testManifestSizes},
 		{"ManifestForeignVersion", s.testManifestForeignVersion},
 		{"ManifestTouch", s.testManifestTouch},
 		{"Snapshot", s.testSnapshot},
@@ -341,7 +342,8 @@ func NewManifest(t testing.TB, st cache.Store, n int, outputs ...string) *cache.
 		b := fmt.Appendf(nil, "output %s of manifest %d (%d)\n", name, n, i)
 		m.Outputs[name] = cache.Output{Digest: Put(t, st, b), Size: int64(len(b))}
 	}
-	m.Log = Put(t, st, fmt.Appendf(nil, "log of %d\n", n))
+	log := fmt.Appendf(nil, "log of %d\n", n)
+	m.Log, m.LogSize = Put(t, st, log), int64(len(log))
 	return m
 }
 
@@ -439,6 +441,37 @@ func (s *Suite) testManifestMissingBlob(t *testing.T, st cache.Store) {
 	m.Log = cache.DigestBytes([]byte("no such log"))
 	if err := st.PutManifest(ctx, m); !errors.Is(err, cache.ErrMissingBlob) {
 		t.Fatalf("PutManifest naming a missing log: %v; want ErrMissingBlob", err)
+	}
+}
+
+// testManifestSizes checks that PutManifest fills in an unknown log size
+// from the stored blob and refuses sizes that are not the stored blobs'.
+func (s *Suite) testManifestSizes(t *testing.T, st cache.Store) {
+	ctx := context.Background()
+	m := NewManifest(t, st, 20, "a")
+	n := m.LogSize
+	m.LogSize = 0
+	if err := st.PutManifest(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.GetManifest(ctx, m.Key); err != nil || got.LogSize != n {
+		t.Fatalf("GetManifest after PutManifest with LogSize 0 = %+v, %v; want LogSize %d", got, err, n)
+	}
+	for name, edit := range map[string]func(m *cache.Manifest){
+		"log":    func(m *cache.Manifest) { m.LogSize = 30 << 30 },
+		"output": func(m *cache.Manifest) { o := m.Outputs["a"]; o.Size++; m.Outputs["a"] = o },
+		"tree":   func(m *cache.Manifest) { o := m.Outputs["a"]; o.TreeSize = 5; m.Outputs["a"] = o },
+	} {
+		m := NewManifest(t, st, 21, "a")
+		edit(m)
+		if err := st.PutManifest(ctx, m); err == nil {
+			t.Errorf("PutManifest with a wrong %s size succeeded", name)
+		} else if name != "tree" && !errors.Is(err, cache.ErrSizeMismatch) {
+			t.Errorf("PutManifest with a wrong %s size = %v, want ErrSizeMismatch", name, err)
+		}
+		if _, err := st.GetManifest(ctx, m.Key); !errors.Is(err, cache.ErrMiss) {
+			t.Errorf("a manifest with a wrong %s size was stored: %v", name, err)
+		}
 	}
 }
 

@@ -196,7 +196,7 @@ func (c *Client) manifest(ctx context.Context, k cache.Key) (*cache.Manifest, er
 // blobRef is a blob that an entry reaches.
 type blobRef struct {
 	d    cache.Digest
-	size int64  // -1 when the manifest does not say (the log)
+	size int64  // from the manifest (or the tree that lists it): a hard cap
 	data []byte // a tree's bytes, already read from the remote and verified
 }
 
@@ -263,9 +263,6 @@ func (c *Client) inspect(ctx context.Context, k cache.Key, localOK bool) (*Entry
 	var order []cache.Digest
 	add := func(r blobRef) *blobRef {
 		if old := refs[r.d]; old != nil {
-			if old.size < 0 {
-				old.size = r.size
-			}
 			return old
 		}
 		refs[r.d] = &r
@@ -281,7 +278,7 @@ func (c *Client) inspect(ctx context.Context, k cache.Key, localOK bool) (*Entry
 			add(blobRef{d: o.Digest, size: o.Size})
 			continue
 		}
-		data, t, err := c.tree(ctx, o.Digest)
+		data, t, err := c.tree(ctx, o.Digest, o.TreeSize)
 		if errors.Is(err, ErrNotFound) {
 			e.Missing = append(e.Missing, o.Digest)
 			continue
@@ -292,7 +289,7 @@ func (c *Client) inspect(ctx context.Context, k cache.Key, localOK bool) (*Entry
 		if t.Size() != o.Size {
 			return nil, nil, manifestCorrupt("output %s: its tree lists %d bytes of files, the manifest records %d", name, t.Size(), o.Size)
 		}
-		r := add(blobRef{d: o.Digest, size: -1})
+		r := add(blobRef{d: o.Digest, size: o.TreeSize})
 		r.data = data
 		for _, te := range t.Entries {
 			if te.Type == cache.TypeFile {
@@ -301,7 +298,7 @@ func (c *Client) inspect(ctx context.Context, k cache.Key, localOK bool) (*Entry
 		}
 	}
 	if !m.Log.IsZero() {
-		add(blobRef{d: m.Log, size: -1})
+		add(blobRef{d: m.Log, size: m.LogSize})
 	}
 
 	var need []blobRef // blobs the local store lacks
@@ -321,9 +318,8 @@ func (c *Client) inspect(ctx context.Context, k cache.Key, localOK bool) (*Entry
 		}
 		switch {
 		case localOK && local:
-		case r.data != nil && r.size < 0 && !local:
-			// Just read from the remote: it is there.
-			r.size = int64(len(r.data))
+		case r.data != nil && !local:
+			// Just read from the remote, verified: it is there.
 		default:
 			check = append(check, r)
 		}
@@ -340,11 +336,9 @@ func (c *Client) inspect(ctx context.Context, k cache.Key, localOK bool) (*Entry
 			return nil
 		case err != nil:
 			return err
-		case r.size >= 0 && size >= 0 && size != r.size:
+		case size >= 0 && size != r.size:
 			c.markSuspect(r.d)
 			return &cache.MissError{What: "blob " + r.d.String() + " on the remote", Reason: fmt.Errorf("%w: %d bytes, the manifest records %d", cache.ErrCorrupt, size, r.size)}
-		case r.size < 0:
-			r.size = size
 		}
 		return nil
 	})
@@ -364,10 +358,11 @@ func (c *Client) inspect(ctx context.Context, k cache.Key, localOK bool) (*Entry
 	return e, need, nil
 }
 
-// tree returns the bytes and decoding of tree d: from the local store if it
-// holds it, else from the remote (into memory, verified). A tree that the
+// tree returns the bytes and decoding of tree d, of the size the manifest
+// records: from the local store if it holds it, else from the remote (into
+// memory, verified, reading no more than size+1 bytes). A tree that the
 // remote does not hold is an error matching ErrNotFound.
-func (c *Client) tree(ctx context.Context, d cache.Digest) ([]byte, *cache.Tree, error) {
+func (c *Client) tree(ctx context.Context, d cache.Digest, size int64) ([]byte, *cache.Tree, error) {
 	if ok, err := c.store.HasBlob(ctx, d); err == nil && ok {
 		if t, err := cache.ReadTree(ctx, c.store, d); err == nil {
 			return nil, t, nil
@@ -385,10 +380,14 @@ func (c *Client) tree(ctx context.Context, d cache.Digest) ([]byte, *cache.Tree,
 	}
 	defer rc.Close()
 	what := "tree " + d.String() + " on the remote"
-	if n > cache.MaxTreeSize {
-		return nil, nil, &cache.MissError{What: what, Reason: fmt.Errorf("%w: %d bytes, more than a tree may have", cache.ErrCorrupt, n)}
+	if n >= 0 && n != size {
+		c.markSuspect(d)
+		return nil, nil, &cache.MissError{What: what, Reason: fmt.Errorf("%w: %d bytes, the manifest records %d", cache.ErrCorrupt, n, size)}
 	}
-	b, err := io.ReadAll(io.LimitReader(cache.VerifyingReader(rc, d, n), cache.MaxTreeSize+1))
+	if size > cache.MaxTreeSize {
+		return nil, nil, &cache.MissError{What: what, Reason: fmt.Errorf("%w: %d bytes, more than a tree may have", cache.ErrCorrupt, size)}
+	}
+	b, err := io.ReadAll(cache.VerifyingReader(io.LimitReader(rc, size+1), d, size))
 	if err != nil {
 		if errors.Is(err, cache.ErrCorrupt) {
 			c.markSuspect(d)
@@ -449,6 +448,11 @@ func (c *Client) Fetch(ctx context.Context, k cache.Key) (*cache.Manifest, error
 	m := e.Manifest
 	m.LastUsed = c.now().UTC()
 	if err := c.store.PutManifest(ctx, m); err != nil {
+		if errors.Is(err, cache.ErrSizeMismatch) {
+			// A size the manifest records is not that of the blob the
+			// local store holds: the manifest is wrong.
+			return nil, &cache.MissError{What: "remote manifest " + k.String(), Reason: errors.Join(cache.ErrCorrupt, err)}
+		}
 		return nil, err
 	}
 	c.mu.Lock()
@@ -491,15 +495,15 @@ func (c *Client) download(ctx context.Context, r blobRef, tr *tracker) error {
 			return nil, err
 		}
 		defer rc.Close()
-		size := r.size
-		if size < 0 {
-			size = n
-		}
+		size := r.size // from the manifest: a hard cap, whatever the remote says
 		if n >= 0 && n != size {
 			c.markSuspect(r.d)
 			return nil, &cache.MissError{What: "blob " + r.d.String() + " on the remote", Reason: fmt.Errorf("%w: %d bytes, want %d", cache.ErrCorrupt, n, size)}
 		}
-		_, got, err := c.store.PutBlob(ctx, cache.VerifyingReader(&countingReader{r: rc, tr: tr}, r.d, size))
+		// At most one byte past the size is read: enough to tell a longer
+		// stream, which the verifying reader rejects.
+		body := &countingReader{r: io.LimitReader(rc, size+1), tr: tr}
+		_, got, err := c.store.PutBlob(ctx, cache.VerifyingReader(body, r.d, size))
 		if err != nil {
 			if errors.Is(err, cache.ErrCorrupt) {
 				c.markSuspect(r.d)
@@ -561,7 +565,11 @@ func (c *Client) Push(ctx context.Context, k cache.Key) (bool, error) {
 	c.release()
 	switch {
 	case err == nil:
-		hasManifest = true
+		// A manifest of an older version (version 1 recorded no log
+		// size) or a corrupt one is replaced by ours; one of a newer
+		// version is left to the newer dragonx that wrote it.
+		_, merr := c.manifest(ctx, k)
+		hasManifest = !errors.Is(merr, cache.ErrOlderVersion) && !errors.Is(merr, cache.ErrCorrupt)
 	case !errors.Is(err, ErrNotFound):
 		return false, err
 	}

@@ -48,6 +48,10 @@ func entry(t *testing.T, st cache.Store, n int) *cache.Manifest {
 	if err := st.PutManifest(ctx, m); err != nil {
 		t.Fatal(err)
 	}
+	m, err := st.GetManifest(ctx, m.Key) // with the sizes PutManifest filled in
+	if err != nil {
+		t.Fatal(err)
+	}
 	return m
 }
 

@@ -414,7 +414,7 @@ func TestClientParallelLimit(t *testing.T) {
 	r, _ := remote.Open(srv.URL, remote.Options{})
 	ctx := context.Background()
 	a := cache.NewMem()
-	m := &cache.Manifest{Version: 1, Key: cache.Key(cache.DigestBytes([]byte("k"))), Stage: "stage.many", Outputs: map[string]cache.Output{}}
+	m := &cache.Manifest{Version: cache.ManifestVersion, Key: cache.Key(cache.DigestBytes([]byte("k"))), Stage: "stage.many", Outputs: map[string]cache.Output{}}
 	for i := range 24 {
 		b := []byte("output " + strconv.Itoa(i))
 		d, n, err := a.PutBlob(ctx, bytes.NewReader(b))

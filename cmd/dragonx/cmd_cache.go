@@ -26,7 +26,10 @@ stage run, keyed by the stage key. docs/cache-format.md specifies the format.
   cache ls [FILE.hcl...]          list cached stage runs (with files: mark those the
                                   experiments use now with *)
   cache du                        space used, unreferenced blobs, last gc
-  cache verify [-repair]          re-hash every blob and check every manifest; -repair
+  cache verify [-repair] [FILE.hcl...]
+                                  re-hash every blob and check every manifest (with
+                                  files: also that the entries the experiments use now
+                                  hold every output their stages declare); -repair
                                   deletes what is bad so the stages rerun (exit 1 if
                                   problems remain)
   cache gc [-keep FILE.hcl]... [-max-age 30d] [-max-size 20GB] [-dry-run]
@@ -122,6 +125,36 @@ func currentKeys(ctx context.Context, e *env, f *expFlags, store cache.Store, fi
 	return keys, nil
 }
 
+// declaredOutputs adds to declared, for each stage of the experiment whose
+// key is known now (its upstream stages are cached), the names of the
+// outputs the stage declares.
+func declaredOutputs(ctx context.Context, e *env, f *expFlags, store cache.Store, file string, declared map[cache.Key][]string) error {
+	cfg, err := loadExperiment(e, f, file)
+	if err != nil {
+		return err
+	}
+	f.outDir = "-"
+	eng := newEngine(e, f, cfg, store, "", nil)
+	rep, err := eng.Plan(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	insts := map[string]*stages.Instance{}
+	for _, inst := range cfg.Instances {
+		insts[inst.Addr.String()] = inst
+	}
+	for _, r := range rep.Results {
+		inst := insts[r.Addr.String()]
+		if r.Key.IsZero() || inst == nil {
+			continue
+		}
+		for _, o := range inst.Stage.Outputs() {
+			declared[r.Key] = append(declared[r.Key], o.Name)
+		}
+	}
+	return nil
+}
+
 func cacheLs(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args []string) error {
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	var rf remoteFlags
@@ -185,7 +218,7 @@ func cacheLs(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args []
 		if en.Missing > 0 {
 			extra = fmt.Sprintf("%d blob(s) missing", en.Missing)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, en.Stage, en.Kind, en.Key.Short(),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, cache.Printable(en.Stage), cache.Printable(en.Kind), en.Key.Short(),
 			en.Started.Local().Format(time.DateTime), en.LastUsed.Local().Format(time.DateTime), humanBytes(en.Size), extra)
 	}
 	if err := tw.Flush(); err != nil {
@@ -242,19 +275,26 @@ func cacheVerify(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, arg
 	var repair bool
 	fs.BoolVar(&repair, "repair", false, "delete corrupt blobs, unusable manifests and manifests that reach them, so those stages rerun")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
-	pos, err := parseFlags(fs, args)
+	files, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("cache verify takes no arguments")
+	first := ""
+	if len(files) > 0 {
+		first = files[0]
 	}
-	store, dir, err := openCacheFor(ctx, e, f, "")
+	store, dir, err := openCacheFor(ctx, e, f, first)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	rep, err := cache.Verify(ctx, store, cache.VerifyOptions{Repair: repair, Progress: bytesProgress(e, "verify")})
+	declared := map[cache.Key][]string{}
+	for _, file := range files {
+		if err := declaredOutputs(ctx, e, f, store, file, declared); err != nil {
+			return err
+		}
+	}
+	rep, err := cache.Verify(ctx, store, cache.VerifyOptions{Repair: repair, Progress: bytesProgress(e, "verify"), Declared: declared})
 	if err != nil {
 		return err
 	}
@@ -341,10 +381,16 @@ func cacheGC(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args []
 		verb = "would remove"
 	}
 	for _, ev := range rep.Evicted {
-		fmt.Fprintf(e.stdout, "  %s %s %s (%s)\n", verb, ev.Stage, ev.Key.Short(), ev.Reason)
+		fmt.Fprintf(e.stdout, "  %s %s %s (%s)\n", verb, cache.Printable(ev.Stage), ev.Key.Short(), cache.Printable(ev.Reason))
 	}
 	fmt.Fprintf(e.stdout, "gc: %d of %d stage runs evicted, %d kept (%s); %s %d blobs (%s)\n",
 		len(rep.Evicted), rep.Manifests, rep.Kept, humanBytes(rep.KeptBytes), verb, rep.BlobsRemoved, humanBytes(rep.BytesRemoved))
+	if rep.Leftovers.Blobs > 0 {
+		fmt.Fprintf(e.stdout, "gc: %s %d interrupted writes (%s)\n", verb, rep.Leftovers.Blobs, humanBytes(rep.Leftovers.Bytes))
+	}
+	if !dry && rep.DiskBefore >= 0 {
+		fmt.Fprintf(e.stdout, "gc: on disk %s before, %s after\n", humanBytes(rep.DiskBefore), humanBytes(rep.DiskAfter))
+	}
 	if rep.OverSize {
 		fmt.Fprintln(e.stdout, "gc: the entries the -keep experiments use exceed -max-size on their own")
 	}

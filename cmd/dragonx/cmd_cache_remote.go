@@ -136,11 +136,11 @@ func cachePush(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args 
 		switch o := outs[i]; {
 		case o.err != nil:
 			failed++
-			fmt.Fprintf(e.stdout, "  %-8s %s %s: %v\n", "failed", entries[k], k.Short(), o.err)
+			fmt.Fprintf(e.stdout, "  %-8s %s %s: %s\n", "failed", cache.Printable(entries[k]), k.Short(), cache.Printable(o.err.Error()))
 		case o.pushed:
-			fmt.Fprintf(e.stdout, "  %-8s %s %s\n", "pushed", entries[k], k.Short())
+			fmt.Fprintf(e.stdout, "  %-8s %s %s\n", "pushed", cache.Printable(entries[k]), k.Short())
 		default:
-			fmt.Fprintf(e.stdout, "  %-8s %s %s\n", "present", entries[k], k.Short())
+			fmt.Fprintf(e.stdout, "  %-8s %s %s\n", "present", cache.Printable(entries[k]), k.Short())
 		}
 	}
 	s := client.Stats()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"dragonx/cache"
 	"dragonx/stages"
 )
 
@@ -99,9 +100,9 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("the cache %s holds no run of %s", cacheDir, addr)
 	}
 	if !logOnly {
-		fmt.Fprintf(e.stdout, "stage    %s (%s, version %s)\n", addr, m.Kind, m.KindVersion)
+		fmt.Fprintf(e.stdout, "stage    %s (%s, version %s)\n", addr, cache.Printable(m.Kind), cache.Printable(m.KindVersion))
 		fmt.Fprintf(e.stdout, "key      %s\n", m.Key)
-		fmt.Fprintf(e.stdout, "ran      %s on %s with %s, took %s\n", m.Started.Local().Format(time.DateTime), m.Host, m.Tool, m.Duration.Round(time.Millisecond))
+		fmt.Fprintf(e.stdout, "ran      %s on %s with %s, took %s\n", m.Started.Local().Format(time.DateTime), cache.Printable(m.Host), cache.Printable(m.Tool), m.Duration.Round(time.Millisecond))
 		if note != "" {
 			fmt.Fprintf(e.stdout, "note     %s\n", note)
 		}
@@ -116,7 +117,7 @@ func runShow(ctx context.Context, e *env, args []string) error {
 			if o.Tree {
 				kind = "dir"
 			}
-			fmt.Fprintf(e.stdout, "output   %s = %s (%s, %s)\n", n, o.Digest, kind, humanBytes(o.Size))
+			fmt.Fprintf(e.stdout, "output   %s = %s (%s, %s)\n", cache.Printable(n), o.Digest, kind, humanBytes(o.Size))
 		}
 		fmt.Fprintln(e.stdout, "--- log ---")
 	}

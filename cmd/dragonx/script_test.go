@@ -31,6 +31,6 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Condition: scriptCondition,
-		Cmds:      scriptCmds(),
+		Cmds:      withCacheCmds(scriptCmds()),
 	})
 }

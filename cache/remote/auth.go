@@ -3,11 +3,13 @@ package remote
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
+
+	"dragonx/internal/safeio"
 )
 
 // Auth says how an HTTP remote authenticates. One kind of credentials is
@@ -123,24 +125,31 @@ func match(creds []Credential, u string) (Credential, bool) {
 	return best, found
 }
 
+// maxCredentials bounds a credentials file; real ones are a few lines.
+const maxCredentials = 1 << 20
+
 // loadCredentials reads the credentials file at path (nil if there is none).
 func loadCredentials(path string) ([]Credential, error) {
 	if path == "" {
 		return nil, nil
 	}
-	info, err := os.Stat(path)
+	f, info, err := safeio.Open(path, safeio.Options{})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("remote: credentials file: %w", err)
 	}
+	defer f.Close()
 	if info.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("remote: credentials file %s may be read by others (mode %v); chmod 600 %s", path, info.Mode().Perm(), path)
 	}
-	b, err := os.ReadFile(path)
+	b, err := io.ReadAll(io.LimitReader(f, maxCredentials+1))
 	if err != nil {
 		return nil, fmt.Errorf("remote: credentials file: %w", err)
+	}
+	if len(b) > maxCredentials {
+		return nil, fmt.Errorf("remote: credentials file %s is larger than the limit of %s", path, safeio.FormatSize(maxCredentials))
 	}
 	creds, err := ParseCredentials(b)
 	if err != nil {

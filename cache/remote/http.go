@@ -10,11 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"dragonx/internal/safeio"
 )
 
 // HTTP is a Remote that speaks the Bazel HTTP remote-cache protocol: GET,
@@ -57,7 +58,7 @@ func newHTTP(u *url.URL, opts Options) (*HTTP, error) {
 	}
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
 	if opts.CAFile != "" {
-		pem, err := os.ReadFile(opts.CAFile)
+		pem, err := safeio.ReadFile(opts.CAFile, maxCredentials, safeio.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("remote: certificate authority file: %w", err)
 		}

@@ -2,7 +2,6 @@ package stages
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"dragonx/internal/dag"
+	"dragonx/internal/safeio"
 )
 
 // Config is a loaded experiment: its variables with their final values, and
@@ -139,7 +139,7 @@ func Load(path string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 	if err != nil {
 		return nil, hcl.Diagnostics{sourceless("Cannot resolve experiment path", err.Error())}
 	}
-	src, err := os.ReadFile(abs)
+	src, err := safeio.ReadFile(abs, safeio.MaxSource, safeio.Options{})
 	if err != nil {
 		return nil, hcl.Diagnostics{sourceless("Cannot read experiment file", fmt.Sprintf("%v.", err))}
 	}
@@ -163,6 +163,9 @@ func LoadSource(path string, src []byte, opts LoadOptions) (*Config, hcl.Diagnos
 		Graph:     &dag.Graph{},
 	}
 	defer func() { c.Files = parser.Files() }()
+	if d := checkNesting(src, path, hcl.InitialPos); d != nil {
+		return c, hcl.Diagnostics{d}
+	}
 	f, diags := parser.ParseHCL(src, path)
 	if diags.HasErrors() {
 		c.Files = parser.Files()
@@ -294,7 +297,16 @@ func (c *Config) assignVariables(parser *hclparse.Parser, opts LoadOptions) hcl.
 	var diags hcl.Diagnostics
 	set := map[string]cty.Value{}
 	for _, vf := range opts.VarFiles {
-		f, d := parser.ParseHCLFile(vf)
+		src, err := safeio.ReadFile(vf, safeio.MaxSource, safeio.Options{})
+		if err != nil {
+			diags = append(diags, sourceless("Cannot read variable file", fmt.Sprintf("%v.", err)))
+			continue
+		}
+		if d := checkNesting(src, vf, hcl.InitialPos); d != nil {
+			diags = append(diags, d)
+			continue
+		}
+		f, d := parser.ParseHCL(src, vf)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
@@ -397,6 +409,9 @@ func (c *Config) declaredVarsHint(given string) string {
 func parseVarFlag(raw string, t cty.Type) (cty.Value, error) {
 	if t == cty.String || t == cty.DynamicPseudoType {
 		return cty.StringVal(raw), nil
+	}
+	if d := checkNesting([]byte(raw), "-var", hcl.InitialPos); d != nil {
+		return cty.NilVal, fmt.Errorf("cannot parse the value: it nests more than %d levels deep", MaxNesting)
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), "-var", hcl.InitialPos)
 	if diags.HasErrors() {
@@ -529,6 +544,15 @@ func (c *Config) decodeStageEnvelopes(blocks hcl.Blocks) (map[string]*stageDecl,
 			})
 			continue
 		}
+		if len(name) > MaxNameLength {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Stage name too long",
+				Detail:   fmt.Sprintf("The stage name has %d characters; the limit is %d, because the name becomes a directory name under out/ and file systems refuse long names. Choose a shorter name.", len(name), MaxNameLength),
+				Subject:  b.LabelRanges[0].Ptr(),
+			})
+			continue
+		}
 		if prev, dup := decls[name]; dup {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -633,6 +657,9 @@ func (c *Config) decodeForEach(a *hcl.Attribute) (map[string]cty.Value, hcl.Diag
 	case t.IsMapType() || t.IsObjectType():
 		for it := v.ElementIterator(); it.Next(); {
 			k, e := it.Element()
+			if len(k.AsString()) > MaxNameLength {
+				return bad(fmt.Sprintf("The key %q... has %d bytes; the limit is %d, because a key becomes a directory name under out/.", clipKey(k.AsString()), len(k.AsString()), MaxNameLength))
+			}
 			out[k.AsString()] = e
 		}
 	case t.IsSetType() || t.IsListType() || t.IsTupleType():
@@ -641,6 +668,9 @@ func (c *Config) decodeForEach(a *hcl.Attribute) (map[string]cty.Value, hcl.Diag
 			s, err := convertTo(e, cty.String)
 			if err != nil || s.IsNull() {
 				return bad("An element of the for_each collection is not a string.")
+			}
+			if len(s.AsString()) > MaxNameLength {
+				return bad(fmt.Sprintf("The key %q... has %d bytes; the limit is %d, because a key becomes a directory name under out/.", clipKey(s.AsString()), len(s.AsString()), MaxNameLength))
 			}
 			if _, dup := out[s.AsString()]; dup {
 				return bad(fmt.Sprintf("The element %q appears twice.", s.AsString()))
@@ -795,4 +825,13 @@ func attrError(a *hcl.Attribute, summary, detail string) *hcl.Diagnostic {
 
 func sourceless(summary, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail}
+}
+
+// clipKey returns the start of a long instance key, for messages.
+func clipKey(k string) string {
+	r := []rune(k)
+	if len(r) > 20 {
+		r = r[:20]
+	}
+	return string(r)
 }

@@ -35,6 +35,9 @@ type Config struct {
 	Cache *CacheBlock
 
 	byAddr map[string]*Instance
+	// stageBase is the evaluation context of stage envelopes and bodies
+	// (variables, locals, functions), built once when they are final.
+	stageBase *hcl.EvalContext
 }
 
 // Instance is one stage instance (a stage, or one for_each element of it).
@@ -188,7 +191,9 @@ func LoadSource(path string, src []byte, opts LoadOptions) (*Config, hcl.Diagnos
 		sortDiags(diags)
 		return c, diags
 	}
-	// Phase 4: stage envelopes, references, for_each.
+	// Phase 4: stage envelopes, references, for_each. Variables and locals
+	// are final: one evaluation context serves every stage.
+	c.stageBase = c.baseEval()
 	decls, d := c.decodeStageEnvelopes(content.Blocks)
 	diags = append(diags, d...)
 	// Phase 5: decode each stage with its kind, in dependency order.
@@ -605,7 +610,7 @@ func (c *Config) decodeStageEnvelopes(blocks hcl.Blocks) (map[string]*stageDecl,
 }
 
 func (c *Config) decodeKind(a *hcl.Attribute) (Kind, hcl.Diagnostics) {
-	v, diags := a.Expr.Value(c.baseEval())
+	v, diags := a.Expr.Value(c.stageBase)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -641,7 +646,7 @@ func (c *Config) decodeForEach(a *hcl.Attribute) (map[string]cty.Value, hcl.Diag
 			}}
 		}
 	}
-	v, diags := a.Expr.Value(c.baseEval())
+	v, diags := a.Expr.Value(c.stageBase)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -695,17 +700,12 @@ func collectRefs(sd *stageDecl, decls map[string]*stageDecl) ([]stageRef, hcl.Di
 	if !ok {
 		return nil, nil
 	}
-	names := make([]string, 0, len(decls))
-	for n := range decls {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var visitBody func(b *hclsyntax.Body, top bool)
 	visitExpr := func(e hclsyntax.Expression) {
 		for _, t := range hclsyntax.Variables(e) {
 			switch t.RootName() {
 			case "stage":
-				r, d := parseRef(t, sd, decls, names)
+				r, d := parseRef(t, sd, decls)
 				diags = append(diags, d...)
 				if !d.HasErrors() {
 					refs = append(refs, r)
@@ -742,7 +742,7 @@ func collectRefs(sd *stageDecl, decls map[string]*stageDecl) ([]stageRef, hcl.Di
 	return refs, diags
 }
 
-func parseRef(t hcl.Traversal, sd *stageDecl, decls map[string]*stageDecl, names []string) (stageRef, hcl.Diagnostics) {
+func parseRef(t hcl.Traversal, sd *stageDecl, decls map[string]*stageDecl) (stageRef, hcl.Diagnostics) {
 	rng := t.SourceRange()
 	fail := func(summary, detail string) (stageRef, hcl.Diagnostics) {
 		return stageRef{}, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()}}
@@ -757,6 +757,13 @@ func parseRef(t hcl.Traversal, sd *stageDecl, decls map[string]*stageDecl, names
 	target, ok := decls[ta.Name]
 	if !ok {
 		detail := fmt.Sprintf("There is no stage named %q.", ta.Name)
+		// The names are listed only here, for a mistake: listing them for
+		// every stage made loading quadratic.
+		names := make([]string, 0, len(decls))
+		for n := range decls {
+			names = append(names, n)
+		}
+		sort.Strings(names)
 		if s := suggest(ta.Name, names); s != "" {
 			detail += fmt.Sprintf(" Did you mean %q?", s)
 		}

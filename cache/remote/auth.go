@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"dragonx/internal/redact"
 	"dragonx/internal/safeio"
 )
 
@@ -67,7 +68,7 @@ func ParseCredentials(b []byte) ([]Credential, error) {
 		}
 		prefix := strings.TrimSuffix(f[0], "/")
 		if first, dup := seen[prefix]; dup {
-			bad("a second entry for %s (the first is on line %d)", prefix, first)
+			bad("a second entry for %s (the first is on line %d)", redact.URL(prefix), first)
 			continue
 		}
 		if len(f) < 2 {
@@ -89,7 +90,7 @@ func ParseCredentials(b []byte) ([]Credential, error) {
 			}
 			c.User, c.Password = f[2], f[3]
 		default:
-			bad("unknown kind %q: want bearer or basic", clipField(f[1]))
+			bad("the second field is not bearer or basic (it is not shown: a secret may be in the wrong place)")
 			continue
 		}
 		seen[prefix] = n
@@ -99,15 +100,6 @@ func ParseCredentials(b []byte) ([]Credential, error) {
 		return nil, fmt.Errorf("remote: credentials: %w", errors.Join(errs...))
 	}
 	return out, nil
-}
-
-// clipField shortens a field quoted in an error, in case it is a secret
-// written in the wrong place.
-func clipField(s string) string {
-	if len(s) > 12 {
-		return s[:3] + "..."
-	}
-	return s
 }
 
 // match returns the credential with the longest prefix that u (without a

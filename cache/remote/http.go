@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dragonx/internal/redact"
 	"dragonx/internal/safeio"
 )
 
@@ -35,10 +36,10 @@ type HTTP struct {
 
 func newHTTP(u *url.URL, opts Options) (*HTTP, error) {
 	if u.Host == "" {
-		return nil, fmt.Errorf("remote: bad URL %q: no host", redact(u))
+		return nil, fmt.Errorf("remote: bad URL %s: no host", redact.ParsedURL(u))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("remote: bad URL %q: a remote URL has no query or fragment", redact(u))
+		return nil, fmt.Errorf("remote: bad URL %s: a remote URL has no query or fragment", redact.ParsedURL(u))
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -51,7 +52,7 @@ func newHTTP(u *url.URL, opts Options) (*HTTP, error) {
 	case retries < 0:
 		retries = 0
 	}
-	base := redact(u)
+	base := stripUser(u)
 	auth, err := authorizer(opts.Auth, u.User, base)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"dragonx/internal/redact"
 )
 
 // Exit codes, documented in every command's help and in the README.
@@ -157,7 +159,7 @@ func exitCode(e *env, c *command, err error, ctx context.Context) int {
 	var ce *exitCodeError
 	if errors.As(err, &ce) {
 		if ce.err != nil {
-			fmt.Fprintf(e.stderr, "dragonx %s: %v\n", c.name, ce.err)
+			fmt.Fprintf(e.stderr, "dragonx %s: %s\n", c.name, redact.Text(ce.err.Error()))
 		}
 		return ce.code
 	}
@@ -165,7 +167,9 @@ func exitCode(e *env, c *command, err error, ctx context.Context) int {
 		fmt.Fprintf(e.stderr, "dragonx %s: interrupted\n", c.name)
 		return exitInterrupted
 	}
-	fmt.Fprintf(e.stderr, "dragonx %s: %v\n", c.name, err)
+	// Errors are redacted once more here, in case a URL with a secret
+	// reached one by a path that did not redact it.
+	fmt.Fprintf(e.stderr, "dragonx %s: %s\n", c.name, redact.Text(err.Error()))
 	return exitFailure
 }
 

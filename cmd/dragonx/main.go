@@ -56,6 +56,9 @@ type command struct {
 	short string
 	long  string // full help; the dispatcher appends the EXIT STATUS table
 	run   func(ctx context.Context, e *env, args []string) error
+	// subcommands: the first argument names a subcommand, so `help CMD
+	// SUB` shows SUB's flags.
+	subcommands bool
 }
 
 // commands lists every subcommand in help order.
@@ -118,8 +121,13 @@ func dispatch(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
 			if c := lookup(args[1]); c != nil {
-				// The command prints its help, with its flags, for -h.
-				return exitCode(e, c, c.run(ctx, e, []string{"-h"}), ctx)
+				// The command prints its help, with its flags, for -h (a
+				// subcommand's flags for `help CMD SUB`).
+				hargs := []string{"-h"}
+				if c.subcommands && len(args) > 2 {
+					hargs = []string{args[2], "-h"}
+				}
+				return exitCode(e, c, c.run(ctx, e, hargs), ctx)
 			}
 			fmt.Fprintf(e.stderr, "dragonx: unknown command %q\n", args[1])
 			return exitUsage

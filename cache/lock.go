@@ -9,14 +9,17 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"dragonx/internal/redact"
 )
 
 // The process lock keeps two dragonx processes from using one cache
 // directory at once. It is an advisory flock(2) on the file "lock" in the
 // cache directory: the kernel releases it when the holder exits for any
 // reason, kill -9 included, so a crashed run never blocks the next one. The
-// holder writes who it is into the file (a LockHolder as JSON) so that a
-// waiting process can tell its user what it is waiting for.
+// holder writes who it is into the file (a LockHolder as JSON, its command
+// line redacted) so that a waiting process can tell its user what it is
+// waiting for.
 
 // lockFileName is the lock file inside a cache directory.
 const lockFileName = "lock"
@@ -51,7 +54,9 @@ func (h LockHolder) String() string {
 	fmt.Fprintf(&b, "pid %d", h.PID)
 	var what []string
 	if len(h.Command) > 0 {
-		what = append(what, strings.Join(h.Command, " "))
+		// Redacted here too: a file written by an older dragonx may hold
+		// a password.
+		what = append(what, strings.Join(redact.Args(h.Command), " "))
 	}
 	if h.Host != "" {
 		what = append(what, "on host "+h.Host)
@@ -135,7 +140,10 @@ func acquireLock(ctx context.Context, dir string, o lockOptions) (*dirLock, erro
 		}
 		delay = min(2*delay, lockPoll)
 	}
-	h := LockHolder{PID: os.Getpid(), Command: os.Args, Since: o.now()}
+	// The command line may hold a remote's URL with a password in it
+	// (-remote https://user:pass@host): the file is readable by others and
+	// outlives a crash, so it records the command redacted.
+	h := LockHolder{PID: os.Getpid(), Command: redact.Args(os.Args), Since: o.now()}
 	h.Host, _ = os.Hostname()
 	b, _ := json.Marshal(h)
 	// A waiter may read the file while it is being written; it retries on

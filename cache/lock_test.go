@@ -122,3 +122,13 @@ func TestForeignBadgerUser(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestLockHolderRedacts checks that a holder record written by an older
+// dragonx, with a password in its command line, is printed redacted.
+func TestLockHolderRedacts(t *testing.T) {
+	h := cache.LockHolder{PID: 7, Command: []string{"dragonx", "run", "-remote", "https://alice:s3cr3t@h/x", "-remote=https://bob:s3cr3t@h/y"}}
+	got := h.String()
+	if strings.Contains(got, "s3cr3t") || !strings.Contains(got, "https://REDACTED@h/x") {
+		t.Errorf("LockHolder.String() = %q, want the URLs redacted", got)
+	}
+}

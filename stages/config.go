@@ -2,7 +2,6 @@ package stages
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"dragonx/internal/dag"
+	"dragonx/internal/safeio"
 )
 
 // Config is a loaded experiment: its variables with their final values, and
@@ -35,6 +35,9 @@ type Config struct {
 	Cache *CacheBlock
 
 	byAddr map[string]*Instance
+	// stageBase is the evaluation context of stage envelopes and bodies
+	// (variables, locals, functions), built once when they are final.
+	stageBase *hcl.EvalContext
 }
 
 // Instance is one stage instance (a stage, or one for_each element of it).
@@ -139,7 +142,7 @@ func Load(path string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 	if err != nil {
 		return nil, hcl.Diagnostics{sourceless("Cannot resolve experiment path", err.Error())}
 	}
-	src, err := os.ReadFile(abs)
+	src, err := safeio.ReadFile(abs, safeio.MaxSource, safeio.Options{})
 	if err != nil {
 		return nil, hcl.Diagnostics{sourceless("Cannot read experiment file", fmt.Sprintf("%v.", err))}
 	}
@@ -163,6 +166,9 @@ func LoadSource(path string, src []byte, opts LoadOptions) (*Config, hcl.Diagnos
 		Graph:     &dag.Graph{},
 	}
 	defer func() { c.Files = parser.Files() }()
+	if d := checkNesting(src, path, hcl.InitialPos); d != nil {
+		return c, hcl.Diagnostics{d}
+	}
 	f, diags := parser.ParseHCL(src, path)
 	if diags.HasErrors() {
 		c.Files = parser.Files()
@@ -185,7 +191,9 @@ func LoadSource(path string, src []byte, opts LoadOptions) (*Config, hcl.Diagnos
 		sortDiags(diags)
 		return c, diags
 	}
-	// Phase 4: stage envelopes, references, for_each.
+	// Phase 4: stage envelopes, references, for_each. Variables and locals
+	// are final: one evaluation context serves every stage.
+	c.stageBase = c.baseEval()
 	decls, d := c.decodeStageEnvelopes(content.Blocks)
 	diags = append(diags, d...)
 	// Phase 5: decode each stage with its kind, in dependency order.
@@ -294,7 +302,16 @@ func (c *Config) assignVariables(parser *hclparse.Parser, opts LoadOptions) hcl.
 	var diags hcl.Diagnostics
 	set := map[string]cty.Value{}
 	for _, vf := range opts.VarFiles {
-		f, d := parser.ParseHCLFile(vf)
+		src, err := safeio.ReadFile(vf, safeio.MaxSource, safeio.Options{})
+		if err != nil {
+			diags = append(diags, sourceless("Cannot read variable file", fmt.Sprintf("%v.", err)))
+			continue
+		}
+		if d := checkNesting(src, vf, hcl.InitialPos); d != nil {
+			diags = append(diags, d)
+			continue
+		}
+		f, d := parser.ParseHCL(src, vf)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
@@ -397,6 +414,9 @@ func (c *Config) declaredVarsHint(given string) string {
 func parseVarFlag(raw string, t cty.Type) (cty.Value, error) {
 	if t == cty.String || t == cty.DynamicPseudoType {
 		return cty.StringVal(raw), nil
+	}
+	if d := checkNesting([]byte(raw), "-var", hcl.InitialPos); d != nil {
+		return cty.NilVal, fmt.Errorf("cannot parse the value: it nests more than %d levels deep", MaxNesting)
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), "-var", hcl.InitialPos)
 	if diags.HasErrors() {
@@ -529,6 +549,15 @@ func (c *Config) decodeStageEnvelopes(blocks hcl.Blocks) (map[string]*stageDecl,
 			})
 			continue
 		}
+		if len(name) > MaxNameLength {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Stage name too long",
+				Detail:   fmt.Sprintf("The stage name has %d characters; the limit is %d, because the name becomes a directory name under out/ and file systems refuse long names. Choose a shorter name.", len(name), MaxNameLength),
+				Subject:  b.LabelRanges[0].Ptr(),
+			})
+			continue
+		}
 		if prev, dup := decls[name]; dup {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -581,7 +610,7 @@ func (c *Config) decodeStageEnvelopes(blocks hcl.Blocks) (map[string]*stageDecl,
 }
 
 func (c *Config) decodeKind(a *hcl.Attribute) (Kind, hcl.Diagnostics) {
-	v, diags := a.Expr.Value(c.baseEval())
+	v, diags := a.Expr.Value(c.stageBase)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -617,7 +646,7 @@ func (c *Config) decodeForEach(a *hcl.Attribute) (map[string]cty.Value, hcl.Diag
 			}}
 		}
 	}
-	v, diags := a.Expr.Value(c.baseEval())
+	v, diags := a.Expr.Value(c.stageBase)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -633,6 +662,9 @@ func (c *Config) decodeForEach(a *hcl.Attribute) (map[string]cty.Value, hcl.Diag
 	case t.IsMapType() || t.IsObjectType():
 		for it := v.ElementIterator(); it.Next(); {
 			k, e := it.Element()
+			if len(k.AsString()) > MaxNameLength {
+				return bad(fmt.Sprintf("The key %q... has %d bytes; the limit is %d, because a key becomes a directory name under out/.", clipKey(k.AsString()), len(k.AsString()), MaxNameLength))
+			}
 			out[k.AsString()] = e
 		}
 	case t.IsSetType() || t.IsListType() || t.IsTupleType():
@@ -641,6 +673,9 @@ func (c *Config) decodeForEach(a *hcl.Attribute) (map[string]cty.Value, hcl.Diag
 			s, err := convertTo(e, cty.String)
 			if err != nil || s.IsNull() {
 				return bad("An element of the for_each collection is not a string.")
+			}
+			if len(s.AsString()) > MaxNameLength {
+				return bad(fmt.Sprintf("The key %q... has %d bytes; the limit is %d, because a key becomes a directory name under out/.", clipKey(s.AsString()), len(s.AsString()), MaxNameLength))
 			}
 			if _, dup := out[s.AsString()]; dup {
 				return bad(fmt.Sprintf("The element %q appears twice.", s.AsString()))
@@ -665,17 +700,12 @@ func collectRefs(sd *stageDecl, decls map[string]*stageDecl) ([]stageRef, hcl.Di
 	if !ok {
 		return nil, nil
 	}
-	names := make([]string, 0, len(decls))
-	for n := range decls {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var visitBody func(b *hclsyntax.Body, top bool)
 	visitExpr := func(e hclsyntax.Expression) {
 		for _, t := range hclsyntax.Variables(e) {
 			switch t.RootName() {
 			case "stage":
-				r, d := parseRef(t, sd, decls, names)
+				r, d := parseRef(t, sd, decls)
 				diags = append(diags, d...)
 				if !d.HasErrors() {
 					refs = append(refs, r)
@@ -712,7 +742,7 @@ func collectRefs(sd *stageDecl, decls map[string]*stageDecl) ([]stageRef, hcl.Di
 	return refs, diags
 }
 
-func parseRef(t hcl.Traversal, sd *stageDecl, decls map[string]*stageDecl, names []string) (stageRef, hcl.Diagnostics) {
+func parseRef(t hcl.Traversal, sd *stageDecl, decls map[string]*stageDecl) (stageRef, hcl.Diagnostics) {
 	rng := t.SourceRange()
 	fail := func(summary, detail string) (stageRef, hcl.Diagnostics) {
 		return stageRef{}, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()}}
@@ -727,6 +757,13 @@ func parseRef(t hcl.Traversal, sd *stageDecl, decls map[string]*stageDecl, names
 	target, ok := decls[ta.Name]
 	if !ok {
 		detail := fmt.Sprintf("There is no stage named %q.", ta.Name)
+		// The names are listed only here, for a mistake: listing them for
+		// every stage made loading quadratic.
+		names := make([]string, 0, len(decls))
+		for n := range decls {
+			names = append(names, n)
+		}
+		sort.Strings(names)
 		if s := suggest(ta.Name, names); s != "" {
 			detail += fmt.Sprintf(" Did you mean %q?", s)
 		}
@@ -795,4 +832,13 @@ func attrError(a *hcl.Attribute, summary, detail string) *hcl.Diagnostic {
 
 func sourceless(summary, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail}
+}
+
+// clipKey returns the start of a long instance key, for messages.
+func clipKey(k string) string {
+	r := []rune(k)
+	if len(r) > 20 {
+		r = r[:20]
+	}
+	return string(r)
 }

@@ -45,8 +45,11 @@ func (c *Config) decodeStages(decls map[string]*stageDecl) hcl.Diagnostics {
 	}
 	order, _ := g.TopoSort()
 
-	// outputs[stage][instanceKey] = declared outputs of a decoded instance.
+	// decoded[stage][instanceKey] is a decoded instance; stageVals[stage]
+	// the stage's value in the `stage` object of evaluation contexts.
 	decoded := map[string]map[string]*Instance{}
+	stageVals := map[string]cty.Value{}
+	base := c.stageBase
 	for _, name := range order {
 		sd := decls[name]
 		if sd.broken || sd.kind == nil {
@@ -87,7 +90,14 @@ func (c *Config) decodeStages(decls map[string]*stageDecl) hcl.Diagnostics {
 		if !refsOK {
 			continue
 		}
-		stageVal := c.stageValue(decoded)
+		// The context holds only the stages this one references (each
+		// built once, when it was decoded): a context of every stage so far
+		// made loading quadratic in the number of stages.
+		refd := map[string]cty.Value{}
+		for _, r := range sd.refs {
+			refd[r.target] = stageVals[r.target]
+		}
+		stageVal := cty.ObjectVal(refd)
 		keys := []string{""}
 		if sd.hasEach {
 			keys = sortedValueKeys(sd.forEach)
@@ -95,7 +105,7 @@ func (c *Config) decodeStages(decls map[string]*stageDecl) hcl.Diagnostics {
 		instances := map[string]*Instance{}
 		for _, key := range keys {
 			addr := Addr{Name: name, Key: key, Keyed: sd.hasEach}
-			ev := c.baseEval().NewChild()
+			ev := base.NewChild()
 			ev.Variables = map[string]cty.Value{"stage": stageVal}
 			if sd.hasEach {
 				ev.Variables["each"] = cty.ObjectVal(map[string]cty.Value{
@@ -115,6 +125,7 @@ func (c *Config) decodeStages(decls map[string]*stageDecl) hcl.Diagnostics {
 		}
 		if len(instances) == len(keys) {
 			decoded[name] = instances
+			stageVals[name] = stageValue(instances)
 		}
 		for _, key := range keys {
 			if inst := instances[key]; inst != nil {
@@ -167,29 +178,25 @@ func instanceDeps(refs []stageRef, decoded map[string]map[string]*Instance, st S
 	return out
 }
 
-// stageValue builds the `stage` object of the evaluation context from the
-// stages decoded so far.
-func (c *Config) stageValue(decoded map[string]map[string]*Instance) cty.Value {
-	stages := map[string]cty.Value{}
-	for name, insts := range decoded {
-		instVal := func(inst *Instance) cty.Value {
-			outs := map[string]cty.Value{}
-			for _, o := range inst.Stage.Outputs() {
-				outs[o.Name] = ArtifactVal(OutputRef{Stage: inst.Addr, Output: o.Name})
-			}
-			return cty.ObjectVal(map[string]cty.Value{"out": cty.ObjectVal(outs)})
+// stageValue returns a decoded stage's value in the `stage` object of the
+// evaluation context: {out = {OUTPUT = artifact}} for a stage without
+// for_each, an object of those by instance key for one with.
+func stageValue(insts map[string]*Instance) cty.Value {
+	instVal := func(inst *Instance) cty.Value {
+		outs := map[string]cty.Value{}
+		for _, o := range inst.Stage.Outputs() {
+			outs[o.Name] = ArtifactVal(OutputRef{Stage: inst.Addr, Output: o.Name})
 		}
-		if inst, ok := insts[""]; ok && !inst.Addr.Keyed {
-			stages[name] = instVal(inst)
-			continue
-		}
-		byKey := map[string]cty.Value{}
-		for k, inst := range insts {
-			byKey[k] = instVal(inst)
-		}
-		stages[name] = cty.ObjectVal(byKey)
+		return cty.ObjectVal(map[string]cty.Value{"out": cty.ObjectVal(outs)})
 	}
-	return cty.ObjectVal(stages)
+	if inst, ok := insts[""]; ok && !inst.Addr.Keyed {
+		return instVal(inst)
+	}
+	byKey := map[string]cty.Value{}
+	for k, inst := range insts {
+		byKey[k] = instVal(inst)
+	}
+	return cty.ObjectVal(byKey)
 }
 
 func hasOutput(st Stage, name string) bool {

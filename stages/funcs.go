@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"dragonx/internal/safeio"
 )
 
 // Functions returns the functions available in experiment files: HCL's
@@ -133,9 +136,9 @@ func fileFunc(dir string) function.Function {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(dir, p)
 			}
-			b, err := os.ReadFile(p)
+			b, err := safeio.ReadFile(p, safeio.MaxSource, safeio.Options{})
 			if err != nil {
-				return cty.NilVal, function.NewArgError(0, fmt.Errorf("cannot read %s: %v", args[0].AsString(), err))
+				return cty.NilVal, function.NewArgError(0, fmt.Errorf("cannot read %s: %v", args[0].AsString(), fileErr(err)))
 			}
 			if !utf8.Valid(b) {
 				return cty.NilVal, function.NewArgError(0, fmt.Errorf("%s is not valid UTF-8 text; pass binary files as stage inputs instead", args[0].AsString()))
@@ -143,6 +146,16 @@ func fileFunc(dir string) function.Function {
 			return cty.StringVal(string(b)), nil
 		},
 	})
+}
+
+// fileErr drops the path from an error of safeio (the message names the
+// path as written already).
+func fileErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func fileExistsFunc(dir string) function.Function {

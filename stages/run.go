@@ -303,7 +303,14 @@ func (r *runner) doneDep(a Addr) *Result {
 func (r *runner) execute(ctx context.Context, inst *Instance, res *Result, digests map[string]cache.Digest, cached *cache.Manifest) *Result {
 	e := r.e
 	start := e.now()
-	scratch, err := os.MkdirTemp(e.WorkRoot, safeFileName(inst.Addr.Short())+"-")
+	// The directory's name only helps people find it: clipped, so that a
+	// long name or instance key cannot make it longer than a file system
+	// allows.
+	prefix := safeFileName(inst.Addr.Short())
+	if len(prefix) > 64 {
+		prefix = prefix[:64]
+	}
+	scratch, err := os.MkdirTemp(e.WorkRoot, prefix+"-")
 	if err != nil {
 		return r.failWithLog(ctx, inst, res, fmt.Errorf("stages: cannot create working directory: %w", err), nil)
 	}

@@ -3,11 +3,14 @@ package remote
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
+
+	"dragonx/internal/redact"
+	"dragonx/internal/safeio"
 )
 
 // Auth says how an HTTP remote authenticates. One kind of credentials is
@@ -65,7 +68,7 @@ func ParseCredentials(b []byte) ([]Credential, error) {
 		}
 		prefix := strings.TrimSuffix(f[0], "/")
 		if first, dup := seen[prefix]; dup {
-			bad("a second entry for %s (the first is on line %d)", prefix, first)
+			bad("a second entry for %s (the first is on line %d)", redact.URL(prefix), first)
 			continue
 		}
 		if len(f) < 2 {
@@ -87,7 +90,7 @@ func ParseCredentials(b []byte) ([]Credential, error) {
 			}
 			c.User, c.Password = f[2], f[3]
 		default:
-			bad("unknown kind %q: want bearer or basic", clipField(f[1]))
+			bad("the second field is not bearer or basic (it is not shown: a secret may be in the wrong place)")
 			continue
 		}
 		seen[prefix] = n
@@ -97,15 +100,6 @@ func ParseCredentials(b []byte) ([]Credential, error) {
 		return nil, fmt.Errorf("remote: credentials: %w", errors.Join(errs...))
 	}
 	return out, nil
-}
-
-// clipField shortens a field quoted in an error, in case it is a secret
-// written in the wrong place.
-func clipField(s string) string {
-	if len(s) > 12 {
-		return s[:3] + "..."
-	}
-	return s
 }
 
 // match returns the credential with the longest prefix that u (without a
@@ -123,24 +117,31 @@ func match(creds []Credential, u string) (Credential, bool) {
 	return best, found
 }
 
+// maxCredentials bounds a credentials file; real ones are a few lines.
+const maxCredentials = 1 << 20
+
 // loadCredentials reads the credentials file at path (nil if there is none).
 func loadCredentials(path string) ([]Credential, error) {
 	if path == "" {
 		return nil, nil
 	}
-	info, err := os.Stat(path)
+	f, info, err := safeio.Open(path, safeio.Options{})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("remote: credentials file: %w", err)
 	}
+	defer f.Close()
 	if info.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("remote: credentials file %s may be read by others (mode %v); chmod 600 %s", path, info.Mode().Perm(), path)
 	}
-	b, err := os.ReadFile(path)
+	b, err := io.ReadAll(io.LimitReader(f, maxCredentials+1))
 	if err != nil {
 		return nil, fmt.Errorf("remote: credentials file: %w", err)
+	}
+	if len(b) > maxCredentials {
+		return nil, fmt.Errorf("remote: credentials file %s is larger than the limit of %s", path, safeio.FormatSize(maxCredentials))
 	}
 	creds, err := ParseCredentials(b)
 	if err != nil {

@@ -163,7 +163,7 @@ func (c *Client) manifest(ctx context.Context, k cache.Key) (*cache.Manifest, er
 	defer c.release()
 	rc, n, err := c.remote.Get(ctx, AC, k.String())
 	if errors.Is(err, ErrNotFound) {
-		return nil, &cache.MissError{What: what}
+		return nil, &cache.MissError{What: what, Reason: notAnEntry(err)}
 	}
 	if err != nil {
 		return nil, err

@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"dragonx/cache"
+	"dragonx/internal/safeio"
 )
 
 // Dir is a Remote in a directory, for teams on a shared file system:
@@ -53,6 +56,18 @@ func (d *Dir) path(a Area, name string) string {
 func (d *Dir) fail(op, p string, err error) error {
 	e := &Error{Op: op, Target: p, Err: err}
 	switch {
+	case errors.Is(err, safeio.ErrNotRegular):
+		// Only regular files are entries. Anything else (a directory, a
+		// named pipe, a link) is something the protocol never writes: it
+		// is ignored as absent, so that the stage that needs it is a miss
+		// (and the next push replaces it) while the rest of the remote
+		// stays in use.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is the Target already
+		}
+		e.Err = fmt.Errorf("%w; ignored as a missing entry", err)
+		e.Kind = ErrNotFound
 	case errors.Is(err, fs.ErrNotExist):
 		if _, rerr := os.Stat(d.root); rerr != nil {
 			e.Err = fmt.Errorf("the remote directory %s is not there (is the shared file system mounted?)", d.root)
@@ -66,6 +81,16 @@ func (d *Dir) fail(op, p string, err error) error {
 	return e
 }
 
+// notAnEntry returns, for an ErrNotFound error, why the entry counts as
+// missing when something that is not an entry holds its name (a miss to
+// report), and nil for a plain absence.
+func notAnEntry(err error) error {
+	if errors.Is(err, safeio.ErrNotRegular) {
+		return fmt.Errorf("%w: %w", cache.ErrCorrupt, err)
+	}
+	return nil
+}
+
 // Get implements Remote.
 func (d *Dir) Get(ctx context.Context, a Area, name string) (io.ReadCloser, int64, error) {
 	if err := checkEntry(a, name); err != nil {
@@ -75,18 +100,12 @@ func (d *Dir) Get(ctx context.Context, a Area, name string) (io.ReadCloser, int6
 		return nil, 0, err
 	}
 	p := d.path(a, name)
-	f, err := os.Open(p)
+	// Opened without blocking and without following a link, then checked
+	// on the descriptor: a named pipe planted in the directory would
+	// otherwise block the open forever.
+	f, info, err := safeio.Open(p, safeio.Options{NoFollow: true})
 	if err != nil {
 		return nil, 0, d.fail("open", p, err)
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, d.fail("stat", p, err)
-	}
-	if !info.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, &Error{Op: "open", Target: p, Err: errors.New("not a regular file")}
 	}
 	return &ctxFile{ctx: ctx, f: f}, info.Size(), nil
 }
@@ -100,12 +119,12 @@ func (d *Dir) Stat(ctx context.Context, a Area, name string) (int64, error) {
 		return 0, err
 	}
 	p := d.path(a, name)
-	info, err := os.Stat(p)
+	info, err := os.Lstat(p)
 	if err != nil {
 		return 0, d.fail("stat", p, err)
 	}
 	if !info.Mode().IsRegular() {
-		return 0, &Error{Op: "stat", Target: p, Err: errors.New("not a regular file")}
+		return 0, d.fail("stat", p, fmt.Errorf("%w: %s", safeio.ErrNotRegular, safeio.Describe(info.Mode())))
 	}
 	return info.Size(), nil
 }
@@ -163,6 +182,15 @@ func (d *Dir) Put(ctx context.Context, a Area, name string, size int64, body Bod
 	}
 	if err := f.Close(); err != nil {
 		return d.fail("close", f.Name(), err)
+	}
+	if info, err := os.Lstat(p); err == nil && !info.Mode().IsRegular() {
+		// Something that is not an entry holds the name (see fail): set
+		// it aside in tmp, where people can look at it, so that the
+		// rename can put the real entry in its place.
+		aside := fmt.Sprintf("%s.not-an-entry.%d", filepath.Join(tmpDir, name), d.now().UnixNano())
+		if err := os.Rename(p, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return d.fail("rename", p, err)
+		}
 	}
 	if err := os.Rename(f.Name(), p); err != nil {
 		return d.fail("rename", p, err)

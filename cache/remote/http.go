@@ -10,11 +10,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"dragonx/internal/redact"
+	"dragonx/internal/safeio"
 )
 
 // HTTP is a Remote that speaks the Bazel HTTP remote-cache protocol: GET,
@@ -34,10 +36,10 @@ type HTTP struct {
 
 func newHTTP(u *url.URL, opts Options) (*HTTP, error) {
 	if u.Host == "" {
-		return nil, fmt.Errorf("remote: bad URL %q: no host", redact(u))
+		return nil, fmt.Errorf("remote: bad URL %s: no host", redact.ParsedURL(u))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("remote: bad URL %q: a remote URL has no query or fragment", redact(u))
+		return nil, fmt.Errorf("remote: bad URL %s: a remote URL has no query or fragment", redact.ParsedURL(u))
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -50,14 +52,14 @@ func newHTTP(u *url.URL, opts Options) (*HTTP, error) {
 	case retries < 0:
 		retries = 0
 	}
-	base := redact(u)
+	base := stripUser(u)
 	auth, err := authorizer(opts.Auth, u.User, base)
 	if err != nil {
 		return nil, err
 	}
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
 	if opts.CAFile != "" {
-		pem, err := os.ReadFile(opts.CAFile)
+		pem, err := safeio.ReadFile(opts.CAFile, maxCredentials, safeio.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("remote: certificate authority file: %w", err)
 		}

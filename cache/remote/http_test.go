@@ -250,7 +250,11 @@ func TestParseCredentials(t *testing.T) {
 		{"https://x bearer", nil, "want URL bearer TOKEN"},
 		{"https://x basic u", nil, "want URL basic USER PASSWORD"},
 		{"https://x", nil, "missing the kind"},
-		{"https://x token SECRETSECRETSECRET", nil, `unknown kind "token"`},
+		{"https://x token SECRETSECRETSECRET", nil, "line 1: the second field is not bearer or basic"},
+		// A short secret in the wrong place is not echoed either.
+		{"https://x s3cr3t", nil, "line 1: the second field is not bearer or basic"},
+		{"https://x\ns3cr3t bearer T", nil, "line 2: the first field must be an http"},
+		{"https://x/?k=s3cr3t bearer a\nhttps://x/?k=s3cr3t bearer b", nil, "line 2: a second entry for https://x/?k=REDACTED"},
 		{"https://x bearer a\nhttps://x/ bearer b", nil, "line 2: a second entry for https://x (the first is on line 1)"},
 	} {
 		got, err := remote.ParseCredentials([]byte(c.in))
@@ -258,7 +262,7 @@ func TestParseCredentials(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Errorf("ParseCredentials(%q) = %v, want an error containing %q", c.in, err, c.wantErr)
 			}
-			if err != nil && strings.Contains(err.Error(), "SECRETSECRET") {
+			if err != nil && (strings.Contains(err.Error(), "SECRETSECRET") || strings.Contains(err.Error(), "s3cr3t")) {
 				t.Errorf("ParseCredentials(%q) echoes a secret: %v", c.in, err)
 			}
 			continue
@@ -482,5 +486,34 @@ func TestDirMissingRoot(t *testing.T) {
 	os.Mkdir(root, 0o755)
 	if err := remote.NewClient(r, cache.NewMem(), remote.ClientOptions{}).Ping(ctx); err != nil {
 		t.Errorf("Ping of an empty root = %v", err)
+	}
+}
+
+// TestOpenErrorsRedact checks that no error for a bad remote URL echoes a
+// password or token from it.
+func TestOpenErrorsRedact(t *testing.T) {
+	for _, bad := range []string{
+		"https://alice:s3cr3t@h:port/x",
+		"https://alice:s3/cr3t@h/x",
+		"https://alice:s3cr3t@h/%zz",
+		"https://alice:s3cr3t@h/x?token=s3cr3t",
+		"https://h/x?token=s3cr3t",
+		"https://alice:s3cr3t@/x",
+		"ftp://alice:s3cr3t@h/x",
+		"file://alice:s3cr3t@h/x",
+		"alice:s3cr3t@h",
+		"https://alice:s3cr3t\x7f@h/x",
+	} {
+		_, err := remote.Open(bad, remote.Options{})
+		if err == nil {
+			t.Errorf("Open(%q) succeeded, want an error", bad)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3") || strings.Contains(err.Error(), "cr3t") {
+			t.Errorf("Open(%q) = %v: the error echoes the secret", bad, err)
+		}
+	}
+	if got := remote.Redact("https://alice:s3cr3t@h/x"); got != "https://REDACTED@h/x" {
+		t.Errorf("Redact = %q", got)
 	}
 }

@@ -8,8 +8,11 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
+
+	"dragonx/internal/redact"
 )
 
 // Area is one of the two namespaces of the remote cache protocol.
@@ -126,23 +129,23 @@ const DefaultRetries = 2
 func Open(u string, opts Options) (Remote, error) {
 	p, err := url.Parse(u)
 	if err != nil {
-		return nil, fmt.Errorf("remote: bad URL %q: %w", u, err)
+		return nil, fmt.Errorf("remote: bad URL %s: %s", Redact(u), parseProblem(err))
 	}
 	switch p.Scheme {
 	case "http", "https":
 		return newHTTP(p, opts)
 	case "file":
 		if p.Host != "" && p.Host != "localhost" {
-			return nil, fmt.Errorf("remote: bad URL %q: a file URL names a local path, file:///path (three slashes)", u)
+			return nil, fmt.Errorf("remote: bad URL %s: a file URL names a local path, file:///path (three slashes)", Redact(u))
 		}
 		if p.Path == "" || !filepath.IsAbs(filepath.FromSlash(p.Path)) {
-			return nil, fmt.Errorf("remote: bad URL %q: a file URL needs an absolute path, file:///path", u)
+			return nil, fmt.Errorf("remote: bad URL %s: a file URL needs an absolute path, file:///path", Redact(u))
 		}
 		return NewDir(filepath.FromSlash(p.Path)), nil
 	case "":
-		return nil, fmt.Errorf("remote: bad URL %q: want http://, https:// or file:///", u)
+		return nil, fmt.Errorf("remote: bad URL %s: want http://, https:// or file:///", Redact(u))
 	}
-	return nil, fmt.Errorf("remote: unsupported URL scheme %q in %q: want http, https or file", p.Scheme, u)
+	return nil, fmt.Errorf("remote: unsupported URL scheme %q in %s: want http, https or file", p.Scheme, Redact(u))
 }
 
 // validName reports whether name is 64 lowercase hex digits, the only
@@ -169,8 +172,27 @@ func checkEntry(a Area, name string) error {
 	return nil
 }
 
-// redact returns u without credentials, for messages.
-func redact(u *url.URL) string {
+// Redact returns the URL u fit to print: no user, password or query
+// values, and nothing but the scheme and host of a string that does not
+// parse. Every message that names a remote goes through it (or through
+// Remote.String, which never holds credentials).
+func Redact(u string) string { return redact.URL(u) }
+
+// quotedRE matches a quoted part of an error message.
+var quotedRE = regexp.MustCompile(`\s*"[^"]*"`)
+
+// parseProblem says what is wrong with a URL that does not parse, without
+// the parts of it that net/url quotes (they may be a piece of a password).
+func parseProblem(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return quotedRE.ReplaceAllString(err.Error(), "")
+}
+
+// stripUser returns u without credentials: the base of requests.
+func stripUser(u *url.URL) string {
 	c := *u
 	c.User = nil
 	return strings.TrimSuffix(c.String(), "/")

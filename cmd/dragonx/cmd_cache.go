@@ -16,9 +16,10 @@ import (
 )
 
 var cmdCache = &command{
-	name:  "cache",
-	usage: "cache ls|du|verify|gc|export|import|push|pull [flags] ...",
-	short: "inspect, check, trim and share the artifact cache",
+	subcommands: true,
+	name:        "cache",
+	usage:       "cache ls|du|verify|gc|export|import|push|pull [flags] ...",
+	short:       "inspect, check, trim and share the artifact cache",
 	long: `The cache (default .dragonx/cache at the repository root; --cache DIR or
 $DRAGONX_CACHE) holds every stage's outputs by content digest and one manifest per
 stage run, keyed by the stage key. docs/cache-format.md specifies the format.
@@ -76,6 +77,8 @@ func runCache(ctx context.Context, e *env, args []string) error {
 	f.registerCache(fs)
 	f.registerLoad(fs)
 	switch sub {
+	case "-h", "-help", "--help", "help":
+		return flag.ErrHelp
 	case "ls":
 		return cacheLs(ctx, e, fs, &f, args)
 	case "du":

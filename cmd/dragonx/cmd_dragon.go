@@ -22,7 +22,7 @@ func runDragon(ctx context.Context, e *env, args []string) error {
 	switch args[0] {
 	case "bench":
 		return runDragonBench(ctx, e, args[1:])
-	case "-h", "-help", "--help":
+	case "-h", "-help", "--help", "help":
 		return flag.ErrHelp
 	}
 	return usagef("unknown subcommand %q (want bench)", args[0])

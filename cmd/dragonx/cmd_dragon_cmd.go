@@ -4,9 +4,10 @@ package main
 // runDragon runs it (cmd_dragon.go); in dragonx it hands it to dragonx-torch
 // (dragon_delegate.go).
 var cmdDragon = &command{
-	name:  "dragon",
-	usage: "dragon bench [--json] [--quick] [--threads N]",
-	short: "the little dragon language model: benchmarks",
+	subcommands: true,
+	name:        "dragon",
+	usage:       "dragon bench [--json] [--quick] [--threads N]",
+	short:       "the little dragon language model: benchmarks",
 	long: `dragon gives access to the little dragon, the project's transformer on
 gotch/libtorch (package dragon).
 

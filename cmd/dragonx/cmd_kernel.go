@@ -14,9 +14,10 @@ import (
 )
 
 var cmdKernel = &command{
-	name:  "kernel",
-	usage: "kernel show|list|apply [flags] ...",
-	short: "build, list and schedule tensor programs (the kernels compiler)",
+	subcommands: true,
+	name:        "kernel",
+	usage:       "kernel show|list|apply [flags] ...",
+	short:       "build, list and schedule tensor programs (the kernels compiler)",
 	long: `Kernel works on the tensor programs dragonx tunes. A workload is a JSON spec
 naming a family and its parameters, e.g.
   {"family":"C2D","N":1,"H":56,"W":56,"CI":64,"CO":64,"k":3,"s":1,"p":1}

@@ -18,7 +18,11 @@ var cmdVersion = &command{
 }
 
 func runVersion(ctx context.Context, e *env, args []string) error {
-	if len(args) > 0 {
+	rest, err := parseFlags(newFlagSet("version"), args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
 		return usagef("version takes no arguments")
 	}
 	fmt.Fprintf(e.stdout, "dragonx %s (%s, %s/%s)\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)

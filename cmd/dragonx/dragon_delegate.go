@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,6 +23,13 @@ const torchBinary = "dragonx-torch"
 // executable or on PATH, with the same arguments and standard streams; its
 // exit status becomes ours.
 func runDragon(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
+			// The command's help needs no libtorch.
+			return flag.ErrHelp
+		}
+	}
 	path, err := findTorchBinary(e)
 	if err != nil {
 		return withCode(exitFailure, err)

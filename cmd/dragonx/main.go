@@ -18,6 +18,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"dragonx/internal/redact"
 )
 
 // Exit codes, documented in every command's help and in the README.
@@ -54,6 +56,9 @@ type command struct {
 	short string
 	long  string // full help; the dispatcher appends the EXIT STATUS table
 	run   func(ctx context.Context, e *env, args []string) error
+	// subcommands: the first argument names a subcommand, so `help CMD
+	// SUB` shows SUB's flags.
+	subcommands bool
 }
 
 // commands lists every subcommand in help order.
@@ -116,8 +121,13 @@ func dispatch(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
 			if c := lookup(args[1]); c != nil {
-				// The command prints its help, with its flags, for -h.
-				return exitCode(e, c, c.run(ctx, e, []string{"-h"}), ctx)
+				// The command prints its help, with its flags, for -h (a
+				// subcommand's flags for `help CMD SUB`).
+				hargs := []string{"-h"}
+				if c.subcommands && len(args) > 2 {
+					hargs = []string{args[2], "-h"}
+				}
+				return exitCode(e, c, c.run(ctx, e, hargs), ctx)
 			}
 			fmt.Fprintf(e.stderr, "dragonx: unknown command %q\n", args[1])
 			return exitUsage
@@ -157,7 +167,7 @@ func exitCode(e *env, c *command, err error, ctx context.Context) int {
 	var ce *exitCodeError
 	if errors.As(err, &ce) {
 		if ce.err != nil {
-			fmt.Fprintf(e.stderr, "dragonx %s: %v\n", c.name, ce.err)
+			fmt.Fprintf(e.stderr, "dragonx %s: %s\n", c.name, redact.Text(ce.err.Error()))
 		}
 		return ce.code
 	}
@@ -165,7 +175,9 @@ func exitCode(e *env, c *command, err error, ctx context.Context) int {
 		fmt.Fprintf(e.stderr, "dragonx %s: interrupted\n", c.name)
 		return exitInterrupted
 	}
-	fmt.Fprintf(e.stderr, "dragonx %s: %v\n", c.name, err)
+	// Errors are redacted once more here, in case a URL with a secret
+	// reached one by a path that did not redact it.
+	fmt.Fprintf(e.stderr, "dragonx %s: %s\n", c.name, redact.Text(err.Error()))
 	return exitFailure
 }
 

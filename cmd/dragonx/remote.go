@@ -12,6 +12,7 @@ import (
 	"dragonx/cache"
 	"dragonx/cache/remote"
 	"dragonx/internal/progress"
+	"dragonx/internal/redact"
 	"dragonx/stages"
 )
 
@@ -183,7 +184,7 @@ func warner(e *env, ui *textUI) func(string) {
 	if ui != nil {
 		return ui.Warn
 	}
-	return func(msg string) { fmt.Fprintf(e.stderr, "dragonx: warning: %s\n", msg) }
+	return func(msg string) { fmt.Fprintf(e.stderr, "dragonx: warning: %s\n", redact.Text(msg)) }
 }
 
 // remoteSummary is the line that says what a run moved.

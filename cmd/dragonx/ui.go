@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dragonx/internal/progress"
+	"dragonx/internal/redact"
 	"dragonx/stages"
 )
 
@@ -178,7 +179,7 @@ func (u *textUI) Warn(msg string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.clearStatus()
-	fmt.Fprintf(u.w, "dragonx: warning: %s\n", msg)
+	fmt.Fprintf(u.w, "dragonx: warning: %s\n", redact.Text(msg))
 	u.drawStatus(true)
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"dragonx/kernels/ir"
+	"dragonx/kernels/schedule"
 	"dragonx/kernels/te"
 )
 
@@ -108,6 +109,132 @@ func TestTVMSetScope(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := newSched(elementWise(t))
 			wantError(t, s.SetScope(getBlock(t, s, c.block), c.i, c.scope), "SetScope", c.frag)
+		})
+	}
+}
+
+// tvmMatmul is TVM's matmul of test_tir_schedule_reduction.py: block
+// "update", C[vi, vj] += A[vi, vk] * B[vj, vk], all 128x128.
+func tvmMatmul(t testing.TB) *ir.PrimFunc {
+	t.Helper()
+	b := te.NewBuilder()
+	a := b.Placeholder("A", ir.Float32, 128, 128)
+	bb := b.Placeholder("B", ir.Float32, 128, 128)
+	k := b.ReduceAxis("k", 128)
+	c := b.ComputeReduce("update", []int64{128, 128}, func(i []ir.Expr) te.Reduction {
+		return te.Sum(ir.Mul(a.At(i[0], k.Var()), bb.At(i[1], k.Var())), k)
+	}, te.Names("i", "j"), te.BufferName("C"))
+	f, err := b.Func("main", []*te.Tensor{a, bb, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tvmRename(f)
+}
+
+// colsum is TVM's colsum_with_vectorization: B[vi] += A[vk, vi] under
+// loops k (serial) and i (vectorized).
+func colsum(t testing.TB) *ir.PrimFunc {
+	t.Helper()
+	b := te.NewBuilder()
+	a := b.Placeholder("A", ir.Float32, 128, 32)
+	k := b.ReduceAxis("k", 128)
+	c := b.ComputeReduce("B", []int64{32}, func(i []ir.Expr) te.Reduction {
+		return te.Sum(a.At(k.Var(), i[0]), k)
+	}, te.Names("i"))
+	f, err := b.Func("main", []*te.Tensor{a, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tvmRename(f)
+}
+
+// TVM's test_tir_schedule_reduction.py decompose_reduction cases, and a
+// loop annotation that the init loops do not copy (TVM v0.20 builds them
+// from var, extent, kind and thread binding only).
+func TestTVMDecomposeReduction(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		f    func(testing.TB) *ir.PrimFunc
+		op   func(t *testing.T, s *schedule.Schedule) error
+		want string // file under testdata/tvm, or "" for an expected error
+		frag string
+	}{
+		{name: "decompose0", f: tvmMatmul, want: "decompose_reduction0",
+			op: func(t *testing.T, s *schedule.Schedule) error {
+				b := getBlock(t, s, "update")
+				_, err := s.DecomposeReduction(b, getLoops(t, s, b)[0])
+				return err
+			}},
+		{name: "decompose2", f: tvmMatmul, want: "decompose_reduction2",
+			op: func(t *testing.T, s *schedule.Schedule) error {
+				b := getBlock(t, s, "update")
+				_, err := s.DecomposeReduction(b, getLoops(t, s, b)[2])
+				return err
+			}},
+		{name: "decompose3 (loop under a reduction loop)", f: tvmMatmul, frag: "must be above every loop",
+			op: func(t *testing.T, s *schedule.Schedule) error {
+				b := getBlock(t, s, "update")
+				ls := getLoops(t, s, b)
+				if err := s.Reorder([]schedule.LoopRV{ls[2], ls[1]}); err != nil {
+					t.Fatal(err)
+				}
+				_, err := s.DecomposeReduction(b, ls[1])
+				return err
+			}},
+		{name: "decompose4", f: tvmMatmul, want: "decompose_reduction4",
+			op: func(t *testing.T, s *schedule.Schedule) error {
+				b := getBlock(t, s, "update")
+				ls := getLoops(t, s, b)
+				i := must[[]schedule.LoopRV](t)(s.Split(ls[0], []int64{16, 8}, true, false))
+				must[[]schedule.LoopRV](t)(s.Split(ls[2], []int64{19, 7}, true, false))
+				_, err := s.DecomposeReduction(b, i[1])
+				return err
+			}},
+		{name: "different for kind", f: colsum, want: "decompose_reduction_vectorized",
+			op: func(t *testing.T, s *schedule.Schedule) error {
+				b := getBlock(t, s, "B")
+				ls := getLoops(t, s, b)
+				if err := s.Reorder([]schedule.LoopRV{ls[1], ls[0]}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Vectorize(ls[0]); err != nil {
+					t.Fatal(err)
+				}
+				_, err := s.DecomposeReduction(b, ls[1])
+				return err
+			}},
+		{name: "thread binding", f: colsum, want: "decompose_reduction_thread",
+			op: func(t *testing.T, s *schedule.Schedule) error {
+				b := getBlock(t, s, "B")
+				ls := getLoops(t, s, b)
+				if err := s.Bind(ls[0], "threadIdx.x"); err != nil {
+					t.Fatal(err)
+				}
+				_, err := s.DecomposeReduction(b, ls[0])
+				return err
+			}},
+		{name: "loop annotations stay on the update", f: tvmMatmul, want: "decompose_reduction_loop_annotation",
+			op: func(t *testing.T, s *schedule.Schedule) error {
+				b := getBlock(t, s, "update")
+				ls := getLoops(t, s, b)
+				if err := s.Annotate(ls[1], "pragma_auto_unroll_max_step", ir.AnnInt(16)); err != nil {
+					t.Fatal(err)
+				}
+				_, err := s.DecomposeReduction(b, ls[0])
+				return err
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSched(c.f(t))
+			err := c.op(t, s)
+			if c.want == "" {
+				wantError(t, err, "DecomposeReduction", c.frag)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantTVM(t, s.Func(), c.want)
 		})
 	}
 }

@@ -1,0 +1,138 @@
+package arith
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"dragonx/kernels/ir"
+)
+
+// TestIterMapSimplifyTVM checks the forms TVM's IterMapSimplify prints for
+// bindings after Split and Fuse. The DenseAdd rows are the p0_shared and
+// p1_shared blocks of DenseAdd_scheduled_gpu in TVM's
+// tests/python/meta_schedule/test_meta_schedule_trace_apply.py: a fused
+// copy loop (16x4, then 32x4) split imperfectly by [1, 128, 2] and
+// [1, 128, 4], with the split's predicate.
+func TestIterMapSimplifyTVM(t *testing.T) {
+	v := func(n string) *ir.Var { return ir.NewVar(n, ir.Int32) }
+	c := ir.Int
+	b, f0, f1, f2, i2 := v("i0_0_i1_0_fused"), v("ax0_ax1_fused_0"), v("ax0_ax1_fused_1"), v("ax0_ax1_fused_2"), v("i2_0")
+	x, y, z := v("x"), v("y"), v("z")
+	dense := []LoopIter{{b, 32}, {i2, 32}, {f0, 1}, {f1, 128}, {f2, 2}}
+	dense4 := []LoopIter{{b, 32}, {i2, 32}, {f0, 1}, {f1, 128}, {f2, 4}}
+	fusedP0 := ir.Add(ir.Mul(ir.Add(ir.Mul(f0, c(128)), f1), c(2)), f2)
+	fusedP1 := ir.Add(ir.Mul(ir.Add(ir.Mul(f0, c(128)), f1), c(4)), f2)
+	for _, tc := range []struct {
+		name    string
+		in      []ir.Expr
+		iters   []LoopIter
+		pred    ir.Expr
+		trivial bool
+		want    []string
+	}{
+		{name: "DenseAdd p0_shared", iters: dense, pred: ir.LT(fusedP0, c(64)),
+			in: []ir.Expr{ir.Add(ir.Mul(ir.FloorDiv(b, c(4)), c(16)), ir.FloorDiv(fusedP0, c(4))), ir.Add(ir.Mul(i2, c(4)), ir.FloorMod(fusedP0, c(4)))},
+			want: []string{"i0_0_i1_0_fused // 4 * 16 + (ax0_ax1_fused_0 * 256 + ax0_ax1_fused_1 * 2 + ax0_ax1_fused_2) // 4",
+				"i2_0 * 4 + (ax0_ax1_fused_0 * 256 + ax0_ax1_fused_1 * 2 + ax0_ax1_fused_2) % 4"}},
+		{name: "DenseAdd p1_shared", iters: dense4, pred: ir.LT(fusedP1, c(128)),
+			in: []ir.Expr{ir.Add(ir.Mul(ir.FloorMod(b, c(4)), c(32)), ir.FloorDiv(fusedP1, c(4))), ir.Add(ir.Mul(i2, c(4)), ir.FloorMod(fusedP1, c(4)))},
+			want: []string{"i0_0_i1_0_fused % 4 * 32 + (ax0_ax1_fused_0 * 512 + ax0_ax1_fused_1 * 4 + ax0_ax1_fused_2) // 4",
+				"i2_0 * 4 + (ax0_ax1_fused_0 * 512 + ax0_ax1_fused_1 * 4 + ax0_ax1_fused_2) % 4"}},
+		{name: "bounded fused sum inside a sum", iters: []LoopIter{{i2, 128}, {f0, 1}, {f1, 32}, {f2, 4}},
+			pred: ir.LT(ir.Add(ir.Mul(ir.Add(ir.Mul(f0, c(32)), f1), c(4)), f2), c(32)),
+			in:   []ir.Expr{ir.Add(ir.Mul(i2, c(32)), ir.Add(ir.Mul(ir.Add(ir.Mul(f0, c(32)), f1), c(4)), f2))},
+			want: []string{"i2_0 * 32 + (ax0_ax1_fused_0 * 128 + ax0_ax1_fused_1 * 4 + ax0_ax1_fused_2)"}},
+		{name: "split of a loop", iters: []LoopIter{{x, 4}, {y, 8}},
+			in: []ir.Expr{ir.Add(ir.Mul(x, c(8)), y)}, want: []string{"x * 8 + y"}},
+		{name: "unit loop kept", iters: []LoopIter{{x, 32}, {y, 1}, {z, 4}},
+			in: []ir.Expr{ir.Add(ir.Add(ir.Mul(x, c(4)), ir.Mul(y, c(4))), z)}, want: []string{"x * 4 + y * 4 + z"}},
+		{name: "unit loop dropped", iters: []LoopIter{{x, 32}, {y, 1}, {z, 4}}, trivial: true,
+			in: []ir.Expr{ir.Add(ir.Add(ir.Mul(x, c(4)), ir.Mul(y, c(4))), z)}, want: []string{"x * 4 + z"}},
+		{name: "fused loop split again", iters: []LoopIter{{x, 2}, {y, 32}},
+			in:   []ir.Expr{ir.FloorDiv(ir.Add(ir.Mul(x, c(32)), y), c(4)), ir.FloorMod(ir.Add(ir.Mul(x, c(32)), y), c(4))},
+			want: []string{"(x * 32 + y) // 4", "(x * 32 + y) % 4"}},
+		{name: "digits of one loop merge", iters: []LoopIter{{x, 16}},
+			in: []ir.Expr{ir.Add(ir.Mul(ir.FloorDiv(x, c(4)), c(4)), ir.FloorMod(x, c(4)))}, want: []string{"x"}},
+		{name: "fused digits", iters: []LoopIter{{x, 64}},
+			in:   []ir.Expr{ir.FloorDiv(x, c(4)), ir.FloorMod(x, c(4)), ir.FloorMod(ir.FloorDiv(x, c(4)), c(4))},
+			want: []string{"x // 4", "x % 4", "x % 16 // 4"}},
+		{name: "constant", iters: []LoopIter{{x, 4}}, in: []ir.Expr{ir.Add(c(2), c(3))}, want: []string{"5"}},
+		{name: "offset", iters: []LoopIter{{x, 4}, {y, 3}}, in: []ir.Expr{ir.Add(ir.Add(ir.Mul(x, c(2)), y), c(1))}, want: []string{"x * 2 + y + 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, ok := IterMapSimplify(tc.in, tc.iters, tc.pred, tc.trivial)
+			if !ok {
+				t.Fatalf("not detected")
+			}
+			for i, e := range out {
+				if got := ir.ExprString(e); got != tc.want[i] {
+					t.Errorf("index %d: got %s, want %s", i, got, tc.want[i])
+				}
+			}
+		})
+	}
+	// Outside what it covers: a product of iterators, a divisor that needs
+	// padding.
+	for _, in := range []ir.Expr{ir.Mul(x, y), ir.FloorDiv(x, c(3))} {
+		if out, ok := IterMapSimplify([]ir.Expr{in}, []LoopIter{{x, 8}, {y, 8}}, nil, false); ok {
+			t.Errorf("%s detected as %s", ir.ExprString(in), ir.ExprString(out[0]))
+		}
+	}
+}
+
+// TestIterMapSimplifyValues checks on random quasi-affine bindings that
+// every detected result takes the value of its input at every point.
+func TestIterMapSimplifyValues(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 10))
+	vars := []*ir.Var{ir.NewVar("a", ir.Int32), ir.NewVar("b", ir.Int32), ir.NewVar("c", ir.Int32)}
+	divs := []int64{1, 2, 3, 4, 8}
+	var gen func(d int) ir.Expr
+	gen = func(d int) ir.Expr {
+		if d == 0 || r.IntN(4) == 0 {
+			if r.IntN(5) == 0 {
+				return ir.Int(r.Int64N(7))
+			}
+			return vars[r.IntN(len(vars))]
+		}
+		switch r.IntN(5) {
+		case 0:
+			return ir.Add(gen(d-1), gen(d-1))
+		case 1:
+			return ir.Mul(gen(d-1), ir.Int(1+r.Int64N(8)))
+		case 2:
+			return ir.FloorDiv(gen(d-1), ir.Int(divs[r.IntN(len(divs))]))
+		case 3:
+			return ir.FloorMod(gen(d-1), ir.Int(divs[r.IntN(len(divs))]))
+		}
+		return ir.Sub(gen(d-1), gen(d-1))
+	}
+	detected := 0
+	for range 3000 {
+		iters := []LoopIter{{vars[0], 1 + r.Int64N(8)}, {vars[1], 1 + r.Int64N(8)}, {vars[2], []int64{1, 2, 4, 8}[r.IntN(4)]}}
+		in := []ir.Expr{gen(4), gen(3)}
+		trivial := r.IntN(2) == 0
+		out, ok := IterMapSimplify(in, iters, nil, trivial)
+		if !ok {
+			continue
+		}
+		detected++
+		env := map[*ir.Var]int64{}
+		for p0 := range iters[0].Extent {
+			for p1 := range iters[1].Extent {
+				for p2 := range iters[2].Extent {
+					env[vars[0]], env[vars[1]], env[vars[2]] = p0, p1, p2
+					for i := range in {
+						want, err1 := evalInt(in[i], env)
+						got, err2 := evalInt(out[i], env)
+						if err1 != nil || err2 != nil || got != want {
+							t.Fatalf("%s became %s: %d != %d at %v (%v %v)", ir.ExprString(in[i]), ir.ExprString(out[i]), got, want, env, err1, err2)
+						}
+					}
+				}
+			}
+		}
+	}
+	if detected < 300 {
+		t.Errorf("only %d of 3000 random bindings detected", detected)
+	}
+}

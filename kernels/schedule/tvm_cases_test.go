@@ -238,3 +238,45 @@ func TestTVMDecomposeReduction(t *testing.T) {
 		})
 	}
 }
+
+// copy2D is B[i, j] = A[i, j] over rows x cols, the shape of a cache
+// stage's copy block.
+func copy2D(t testing.TB, rows, cols int64) *ir.PrimFunc {
+	t.Helper()
+	b := te.NewBuilder()
+	a := b.Placeholder("A", ir.Float32, rows, cols)
+	c := b.Compute("B", []int64{rows, cols}, func(i []ir.Expr) ir.Expr { return a.At(i...) }, te.Names("ax0", "ax1"))
+	f, err := b.Func("main", []*te.Tensor{a, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestTVMSplitForms checks the bindings and predicate a split of a fused
+// loop gets, in the forms TVM prints (IterMapSimplify keeps the fused sum
+// whole; the predicate is appended as built): the cooperative fetch of
+// p0_shared in DenseAdd_scheduled_gpu
+// (tests/python/meta_schedule/test_meta_schedule_trace_apply.py), a fused
+// 16x4 copy split by [1, 128, 2], and of A_shared in
+// test_meta_schedule_postproc_rewrite_cooperative_fetch.py, a fused
+// 512x512 copy split by [None, 8].
+func TestTVMSplitForms(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		rows, cols int64
+		factors    []int64
+		want       string
+	}{
+		{"imperfect", 16, 4, []int64{1, 128, 2}, "split_fused_imperfect"},
+		{"perfect", 512, 512, []int64{schedule.Infer, 8}, "split_fused_perfect"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSched(copy2D(t, c.rows, c.cols))
+			b := getBlock(t, s, "B")
+			fused := must[schedule.LoopRV](t)(s.Fuse(getLoops(t, s, b), true))
+			must[[]schedule.LoopRV](t)(s.Split(fused, c.factors, true, false))
+			wantTVM(t, s.Func(), c.want)
+		})
+	}
+}

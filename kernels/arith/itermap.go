@@ -138,6 +138,7 @@ type iterMapper struct {
 	fused       []fusedMark // fused marks, looked up by their flattened sums
 	constraints []fusedMark // the fused marks the predicate bounds
 	sums        []isum
+	bijective   bool // no gaps between digits (TVM's bijective level)
 }
 
 // fusedMark is a fused mark and the sum it was made from, one split per
@@ -529,7 +530,7 @@ func (m *iterMapper) fuse(s isum, allowEarlySkip bool) (isum, bool) {
 			pos = findExact(s.args, visited, expected, nil, n-1, firstUnit)
 		}
 		exact := pos != -1
-		if pos == -1 && baseScale == 1 {
+		if pos == -1 && baseScale == 1 && !m.bijective {
 			// TVM's FindIterSmallerClosestToScale.
 			for j := n - 1; j >= 0; j-- {
 				cur := s.args[j].scale
@@ -680,4 +681,153 @@ func divFold(t ir.DType, a ir.Expr, c int64) ir.Expr {
 		return ir.IntImmOf(t, floorDiv(ca, c))
 	}
 	return ir.FloorDiv(a, ir.IntImmOf(t, c))
+}
+
+// BijectiveMap is a bijective iter map (TVM's DetectIterMap at the
+// bijective level, without a predicate): indices, functions of the
+// iterators, that hit every point of the iterators' domain exactly once.
+// Inverse maps a point of the indices' space back to the iterators.
+type BijectiveMap struct {
+	m     iterMapper
+	iters []LoopIter
+	sums  []isum
+}
+
+// DetectBijective detects indices as a bijective map of iters (each index
+// a sum of splits of fused iterators, every iterator of extent > 1 covered
+// exactly once, each index with unit scale), or reports false. It covers
+// what IterMapSimplify covers, without gaps between digits.
+func DetectBijective(indices []ir.Expr, iters []LoopIter) (*BijectiveMap, bool) {
+	bm := &BijectiveMap{iters: iters}
+	m := &bm.m
+	m.bijective = true
+	m.marks = make([]imark, len(iters))
+	for i, it := range iters {
+		if it.Extent <= 0 {
+			return nil, false
+		}
+		m.marks[i] = imark{v: it.Var, extent: it.Extent}
+	}
+	for _, e := range indices {
+		if !e.DType().IsInt() {
+			return nil, false
+		}
+		s, ok := m.rewrite(e)
+		if !ok {
+			return nil, false
+		}
+		if len(s.args) > 0 {
+			if s, ok = m.fuse(s, true); !ok || s.args[0].scale != 1 {
+				return nil, false
+			}
+		}
+		bm.sums = append(bm.sums, s)
+	}
+	if !bm.covers() {
+		return nil, false
+	}
+	return bm, true
+}
+
+// covers is TVM's CheckMapping at the bijective level: the splits of each
+// mark reached from the indices tile it exactly (lower factors chained
+// from 1 to its extent), and every iterator of extent > 1 is reached.
+func (bm *BijectiveMap) covers() bool {
+	var marks []*imark
+	splits := map[*imark][]isplit{}
+	var visit func(s isplit)
+	visit = func(s isplit) {
+		if _, seen := splits[s.m]; !seen {
+			marks = append(marks, s.m)
+			for _, c := range s.m.src {
+				visit(c)
+			}
+		}
+		splits[s.m] = append(splits[s.m], s)
+	}
+	for _, s := range bm.sums {
+		for _, a := range s.args {
+			visit(a)
+		}
+	}
+	for _, mk := range marks {
+		ss := splits[mk]
+		slices.SortFunc(ss, func(x, y isplit) int { return int(x.lower - y.lower) })
+		next := int64(1)
+		for _, s := range ss {
+			if s.lower != next {
+				return false
+			}
+			next = s.lower * s.extent
+		}
+		if next != mk.extent {
+			return false
+		}
+	}
+	for i := range bm.m.marks {
+		if mk := &bm.m.marks[i]; mk.extent != 1 && splits[mk] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Inverse returns the value of each iterator at which the indices take the
+// values point (TVM's InverseAffineIterMap), as unsimplified expressions;
+// unit iterators no index uses are left out.
+func (bm *BijectiveMap) Inverse(point []ir.Expr) map[*ir.Var]ir.Expr {
+	val := map[*imark]ir.Expr{}
+	add := func(mk *imark, t ir.DType, e ir.Expr) {
+		val[mk] = addFold(t, val[mk], e)
+	}
+	// Reverse topological order of the marks: parents before the marks
+	// their sums split.
+	var post []*imark
+	seen := map[*imark]bool{}
+	var dfs func(mk *imark)
+	dfs = func(mk *imark) {
+		if seen[mk] {
+			return
+		}
+		seen[mk] = true
+		for _, c := range mk.src {
+			dfs(c.m)
+		}
+		post = append(post, mk)
+	}
+	for i, s := range bm.sums {
+		if len(s.args) == 0 {
+			continue
+		}
+		t := point[i].DType()
+		sp := s.args[0]
+		in := point[i]
+		if s.base != 0 {
+			in = ir.Sub(in, ir.IntImmOf(t, s.base))
+		}
+		add(sp.m, t, mulFold(t, in, sp.lower))
+		dfs(sp.m)
+	}
+	out := map[*ir.Var]ir.Expr{}
+	for k := len(post) - 1; k >= 0; k-- {
+		mk := post[k]
+		in, ok := val[mk]
+		if !ok {
+			continue
+		}
+		if mk.v != nil {
+			out[mk.v] = in
+			continue
+		}
+		t := in.DType()
+		for j := len(mk.src) - 1; j >= 0; j-- {
+			c := mk.src[j]
+			prop := divFold(t, in, c.scale)
+			if j > 0 {
+				prop = ir.FloorMod(prop, ir.IntImmOf(t, c.extent))
+			}
+			add(c.m, t, mulFold(t, prop, c.lower))
+		}
+	}
+	return out
 }

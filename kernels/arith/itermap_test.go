@@ -136,3 +136,121 @@ func TestIterMapSimplifyValues(t *testing.T) {
 		t.Errorf("only %d of 3000 random bindings detected", detected)
 	}
 }
+
+// TestDetectBijective checks detection and inversion on TVM's layout
+// transform of test_reverse_compute_at_layout_trans (B[(v1*8 + v4) // 16,
+// (v1*8 + v4) % 16]) and on B[vi*4 + vj], and refusals.
+func TestDetectBijective(t *testing.T) {
+	v := func(n string) *ir.Var { return ir.NewVar(n, ir.Int32) }
+	c := ir.Int
+	v1, v4, vi, vj := v("v1"), v("v4"), v("vi"), v("vj")
+	fused := ir.Add(ir.Mul(v1, c(8)), v4)
+	bm, ok := DetectBijective([]ir.Expr{ir.FloorDiv(fused, c(16)), ir.FloorMod(fused, c(16))}, []LoopIter{{v1, 6}, {v4, 8}})
+	if !ok {
+		t.Fatal("layout transform not detected")
+	}
+	x, y := v("x"), v("y")
+	inv := bm.Inverse([]ir.Expr{x, y})
+	a := NewAnalyzer()
+	for _, want := range []struct {
+		v    *ir.Var
+		want string
+	}{{v1, "x * 2 + y // 8"}, {v4, "y % 8"}} {
+		if got := ir.ExprString(a.Simplify(inv[want.v])); got != want.want {
+			t.Errorf("%s = %s, want %s", want.v.Name(), got, want.want)
+		}
+	}
+	bm, ok = DetectBijective([]ir.Expr{ir.Add(ir.Mul(vi, c(4)), vj)}, []LoopIter{{vi, 32}, {vj, 4}})
+	if !ok {
+		t.Fatal("vi*4 + vj not detected")
+	}
+	inv = bm.Inverse([]ir.Expr{x})
+	if g1, g2 := ir.ExprString(a.Simplify(inv[vi])), ir.ExprString(a.Simplify(inv[vj])); g1 != "x // 4" || g2 != "x % 4" {
+		t.Errorf("vi = %s, vj = %s", g1, g2)
+	}
+	for _, in := range [][]ir.Expr{
+		{ir.Add(ir.Mul(vi, c(8)), vj)},     // a gap: not surjective
+		{vi},                               // vj not covered
+		{ir.Add(ir.Mul(vi, c(4)), vj), vj}, // vj twice
+		{ir.Mul(ir.Add(ir.Mul(vi, c(4)), vj), c(2))}, // scale 2
+	} {
+		if _, ok := DetectBijective(in, []LoopIter{{vi, 32}, {vj, 4}}); ok {
+			t.Errorf("%v detected as bijective", in)
+		}
+	}
+}
+
+// TestBijectiveInverseValues checks, on random quasi-affine index lists
+// detected as bijective, that the inverse of the indices' values at every
+// point gives the point back.
+func TestBijectiveInverseValues(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 7))
+	vars := []*ir.Var{ir.NewVar("a", ir.Int32), ir.NewVar("b", ir.Int32), ir.NewVar("c", ir.Int32)}
+	exts := []int64{1, 2, 3, 4, 6, 8}
+	pts := []*ir.Var{ir.NewVar("p0", ir.Int32), ir.NewVar("p1", ir.Int32), ir.NewVar("p2", ir.Int32)}
+	detected := 0
+	for range 4000 {
+		iters := make([]LoopIter, 3)
+		for i := range iters {
+			iters[i] = LoopIter{vars[i], exts[r.IntN(len(exts))]}
+		}
+		// A fused sum of a permutation of the vars, split by divisors.
+		perm := r.Perm(3)
+		var sum ir.Expr = vars[perm[0]]
+		for _, k := range perm[1:] {
+			sum = ir.Add(ir.Mul(sum, ir.Int(iters[k].Extent)), vars[k])
+		}
+		var in []ir.Expr
+		switch r.IntN(3) {
+		case 0:
+			in = []ir.Expr{sum}
+		case 1:
+			d := []int64{1, 2, 3, 4, 8}[r.IntN(5)]
+			in = []ir.Expr{ir.FloorDiv(sum, ir.Int(d)), ir.FloorMod(sum, ir.Int(d))}
+		default:
+			in = []ir.Expr{ir.Add(vars[perm[0]], ir.Int(2)), ir.Add(ir.Mul(vars[perm[1]], ir.Int(iters[perm[2]].Extent)), vars[perm[2]])}
+		}
+		bm, ok := DetectBijective(in, iters)
+		if !ok {
+			continue
+		}
+		detected++
+		point := make([]ir.Expr, len(in))
+		for i := range in {
+			point[i] = pts[i]
+		}
+		inv := bm.Inverse(point)
+		env := map[*ir.Var]int64{}
+		for p0 := range iters[0].Extent {
+			for p1 := range iters[1].Extent {
+				for p2 := range iters[2].Extent {
+					env[vars[0]], env[vars[1]], env[vars[2]] = p0, p1, p2
+					penv := map[*ir.Var]int64{}
+					for i, e := range in {
+						x, err := evalInt(e, env)
+						if err != nil {
+							t.Fatal(err)
+						}
+						penv[pts[i]] = x
+					}
+					for k, vv := range vars {
+						e, ok := inv[vv]
+						if !ok {
+							if iters[k].Extent != 1 {
+								t.Fatalf("%v: no inverse for %s", in, vv.Name())
+							}
+							continue
+						}
+						got, err := evalInt(e, penv)
+						if err != nil || got != env[vv] {
+							t.Fatalf("%v: inverse %s = %s gives %d at %v, want %d (%v)", in, vv.Name(), ir.ExprString(e), got, penv, env[vv], err)
+						}
+					}
+				}
+			}
+		}
+	}
+	if detected < 1000 {
+		t.Errorf("only %d of 4000 bijective maps detected", detected)
+	}
+}

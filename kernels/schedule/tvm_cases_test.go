@@ -280,3 +280,83 @@ func TestTVMSplitForms(t *testing.T) {
 		})
 	}
 }
+
+// layoutTrans is TVM's before of test_reverse_compute_at_layout_trans:
+// compute B = A + 1 (1x3x5x5x16), then T_layout_trans C[ax0, ax1, ax2,
+// ax3, ax4] = B[ax0, (ax1*8 + ax4) // 16, ax2, ax3, (ax1*8 + ax4) % 16].
+func layoutTrans(t testing.TB) *ir.PrimFunc {
+	t.Helper()
+	b := te.NewBuilder()
+	a := b.Placeholder("A", ir.Float32, 1, 3, 5, 5, 16)
+	bb := b.Compute("compute", []int64{1, 3, 5, 5, 16}, func(i []ir.Expr) ir.Expr { return ir.Add(a.At(i...), ir.F32(1)) }, te.BufferName("B"))
+	c := b.Compute("T_layout_trans", []int64{1, 6, 5, 5, 8}, func(i []ir.Expr) ir.Expr {
+		f := ir.Add(ir.Mul(i[1], ir.Int(8)), i[4])
+		return bb.At(i[0], ir.FloorDiv(f, ir.Int(16)), i[2], i[3], ir.FloorMod(f, ir.Int(16)))
+	}, te.Names("ax0", "ax1", "ax2", "ax3", "ax4"), te.BufferName("C"))
+	f, err := b.Func("main", []*te.Tensor{a, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// tiledProducer is the case: a block D writing B[vi*4 + vj]
+// (B has 128 elements, vi in [0, 32), vj in [0, 4)), consumed by
+// C[i] = B[i] + 1 whose loop is split by 16.
+func tiledProducer(t testing.TB) *ir.PrimFunc {
+	t.Helper()
+	a := ir.NewBuffer("A", ir.Float32, []int64{128}, "")
+	bb := ir.NewBuffer("B", ir.Float32, []int64{128}, "")
+	c := ir.NewBuffer("C", ir.Float32, []int64{128}, "")
+	i, j := ir.NewFor("i", 32, nil), ir.NewFor("j", 4, nil)
+	vi, vj := ir.NewVar("vi", ir.Int32), ir.NewVar("vj", ir.Int32)
+	idx := ir.Add(ir.Mul(vi, ir.Int(4)), vj)
+	prod := &ir.Block{
+		Name:     "B",
+		IterVars: []ir.IterVar{{Var: vi, Dom: ir.Dom{Extent: 32}}, {Var: vj, Dom: ir.Dom{Extent: 4}}},
+		Reads:    []ir.BufferRegion{ir.PointRegion(a, idx)},
+		Writes:   []ir.BufferRegion{ir.PointRegion(bb, idx)},
+		Body:     ir.Store(bb, ir.Mul(ir.Load(a, idx), ir.F32(2)), idx),
+	}
+	j.Body = &ir.BlockRealize{IterValues: []ir.Expr{i.Var, j.Var}, Block: prod}
+	i.Body = j
+	k := ir.NewFor("k", 128, nil)
+	vk := ir.NewVar("vk", ir.Int32)
+	cons := &ir.Block{
+		Name:     "C",
+		IterVars: []ir.IterVar{{Var: vk, Dom: ir.Dom{Extent: 128}}},
+		Reads:    []ir.BufferRegion{ir.PointRegion(bb, vk)},
+		Writes:   []ir.BufferRegion{ir.PointRegion(c, vk)},
+		Body:     ir.Store(c, ir.Add(ir.Load(bb, vk), ir.F32(1)), vk),
+	}
+	k.Body = &ir.BlockRealize{IterValues: []ir.Expr{k.Var}, Block: cons}
+	return ir.NewPrimFunc("main", []*ir.Buffer{a, c}, []*ir.Buffer{bb}, &ir.SeqStmt{Stmts: []ir.Stmt{i, k}})
+}
+
+// TestTVMAffineComputeAt: TVM's test_reverse_compute_at_layout_trans
+// (expected module as data), and the compute-at of a block
+// writing B[vi*4 + vj] at a split consumer loop; both need the affine
+// path (TVM's UpdateBlockVarDomainAffine), and both compute what they did.
+func TestTVMAffineComputeAt(t *testing.T) {
+	t.Run("reverse_compute_at layout_trans", func(t *testing.T) {
+		f := layoutTrans(t)
+		s := newSched(f)
+		loops := getLoops(t, s, getBlock(t, s, "compute"))
+		if err := s.ReverseComputeAt(getBlock(t, s, "T_layout_trans"), loops[1], false, -1); err != nil {
+			t.Fatal(err)
+		}
+		wantTVM(t, s.Func(), "reverse_compute_at_layout_trans")
+		checkSame(t, f, s.Func())
+	})
+	t.Run("compute_at vi*4+vj", func(t *testing.T) {
+		f := tiledProducer(t)
+		s := newSched(f)
+		c := getBlock(t, s, "C")
+		parts := must[[]schedule.LoopRV](t)(s.Split(getLoops(t, s, c)[0], []int64{8, 16}, true, false))
+		if err := s.ComputeAt(getBlock(t, s, "B"), parts[0], false, -1); err != nil {
+			t.Fatal(err)
+		}
+		wantTVM(t, s.Func(), "compute_at_affine_producer")
+		checkSame(t, f, s.Func())
+	})
+}

@@ -360,3 +360,131 @@ func TestTVMAffineComputeAt(t *testing.T) {
 		checkSame(t, f, s.Func())
 	})
 }
+
+// squareSum is TVM's square_sum of test_tir_schedule_rfactor.py:
+// C[b] = sum over i, j of A[b, i, j] * A[b, i, j], 16x256x256.
+func squareSum(t testing.TB) *ir.PrimFunc {
+	t.Helper()
+	b := te.NewBuilder()
+	a := b.Placeholder("A", ir.Float32, 16, 256, 256)
+	i, j := b.ReduceAxis("i", 256), b.ReduceAxis("j", 256)
+	c := b.ComputeReduce("C", []int64{16}, func(x []ir.Expr) te.Reduction {
+		v := a.At(x[0], i.Var(), j.Var())
+		return te.Sum(ir.Mul(v, v), i, j)
+	}, te.Names("b"))
+	f, err := b.Func("main", []*te.Tensor{a, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tvmRename(f)
+}
+
+// rowsum is B[i] = sum over k of A[i, k] (128x128), with the given init
+// value (TVM's rowsum, and rowsum_wrong_reduce_pattern1 with 1).
+func rowsum(init float64) func(testing.TB) *ir.PrimFunc {
+	return func(t testing.TB) *ir.PrimFunc {
+		t.Helper()
+		b := te.NewBuilder()
+		a := b.Placeholder("A", ir.Float32, 128, 128)
+		k := b.ReduceAxis("k", 128)
+		c := b.ComputeReduce("B", []int64{128}, func(x []ir.Expr) te.Reduction {
+			r := te.Sum(a.At(x[0], k.Var()), k)
+			r.Init = ir.F32(init)
+			return r
+		}, te.Names("i"))
+		f, err := b.Func("main", []*te.Tensor{a, c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tvmRename(f)
+	}
+}
+
+// rowsumNotSerial is TVM's rowsum_not_serial: rowsum with a parallel k
+// loop (written so in TVMScript; the Parallel primitive refuses it).
+func rowsumNotSerial(t testing.TB) *ir.PrimFunc {
+	f := rowsum(0)(t)
+	ir.WalkStmt(f.Body, func(x ir.Stmt) bool {
+		if l, ok := x.(*ir.For); ok && l.Var.Name() == "k" {
+			l.Kind = ir.Parallel
+		}
+		return true
+	})
+	return f
+}
+
+// TVM's test_tir_schedule_rfactor.py cases our IR expresses (one buffer
+// per reduction): the expected modules of test_reduction_rfactor_matmul
+// (factor axis 0 and -3), test_reduction_rfactor_square_sum, and the
+// ScheduleError cases; each accepted result computes what the original did.
+func TestTVMRFactor(t *testing.T) {
+	splitK := func(t *testing.T, s *schedule.Schedule) []schedule.LoopRV {
+		b := getBlock(t, s, "update")
+		ls := getLoops(t, s, b)
+		ks := must[[]schedule.LoopRV](t)(s.Split(ls[2], []int64{4, 8, 4}, true, false))
+		return append(ls[:2:2], ks...)
+	}
+	for _, c := range []struct {
+		name string
+		f    func(testing.TB) *ir.PrimFunc
+		op   func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error)
+		want string // expected module, or "" for an error containing frag
+		rf   string // the name of the rfactor block
+		frag string
+	}{
+		{name: "matmul", f: tvmMatmul, want: "rfactor_matmul", rf: "update_rf",
+			op: func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error) {
+				return s.RFactor(splitK(t, s)[4], 0)
+			}},
+		{name: "matmul factor axis -3", f: tvmMatmul, want: "rfactor_matmul", rf: "update_rf",
+			op: func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error) {
+				return s.RFactor(splitK(t, s)[4], -3)
+			}},
+		{name: "square sum", f: squareSum, want: "rfactor_square_sum", rf: "C_rf",
+			op: func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error) {
+				return s.RFactor(getLoops(t, s, getBlock(t, s, "C"))[2], 1)
+			}},
+		{name: "factor axis 3", f: tvmMatmul, frag: "factor_axis 3 is out of range",
+			op: func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error) {
+				return s.RFactor(splitK(t, s)[4], 3)
+			}},
+		{name: "factor axis -4", f: tvmMatmul, frag: "factor_axis -4 is out of range",
+			op: func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error) {
+				return s.RFactor(splitK(t, s)[4], -4)
+			}},
+		{name: "not serial", f: rowsumNotSerial, frag: "needs a serial loop",
+			op: func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error) {
+				return s.RFactor(getLoops(t, s, getBlock(t, s, "B"))[1], 0)
+			}},
+		{name: "wrong reduce pattern (init 1)", f: rowsum(1), frag: "matches no commutative reducer",
+			op: func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error) {
+				return s.RFactor(getLoops(t, s, getBlock(t, s, "B"))[1], 0)
+			}},
+		{name: "wrong loops (data-parallel loop)", f: rowsum(0), frag: "used by a data-parallel iter var",
+			op: func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error) {
+				return s.RFactor(getLoops(t, s, getBlock(t, s, "B"))[0], 0)
+			}},
+		{name: "not a reduction block", f: elementWise, frag: "is not a reduction block",
+			op: func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error) {
+				return s.RFactor(getLoops(t, s, getBlock(t, s, "B"))[1], 0)
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := c.f(t)
+			s := newSched(f)
+			rf, err := c.op(t, s)
+			if c.want == "" {
+				wantError(t, err, "RFactor", c.frag)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := blockOf(t, s, rf).Name; got != c.rf {
+				t.Errorf("rfactor block %q, want %q", got, c.rf)
+			}
+			wantTVM(t, s.Func(), c.want)
+			checkSame(t, f, s.Func())
+		})
+	}
+}

@@ -2,8 +2,10 @@ package trace_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	"dragonx/kernels/schedule"
 	"dragonx/kernels/trace"
 )
 
@@ -62,5 +64,47 @@ func BenchmarkForkC2D(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = s.Fork()
+	}
+}
+
+// TestReplayRFactor replays an RFactor instruction in TVM's layout
+// (inputs [loop], attrs [factor_axis], outputs [block]) on the dense
+// workload: the rfactor block and buffer appear, the block's RV names the
+// write-back block, and the trace round-trips through JSON and prints as
+// TVM's Python.
+func TestReplayRFactor(t *testing.T) {
+	const src = `[[["GetBlock",[],["T_matmul_NT","main"],["b0"]],["GetLoops",["b0"],[],["l1","l2","l3"]],` +
+		`["Split",["l3",4,32],[1,0],["l4","l5"]],["RFactor",["l5"],[0],["b6"]],["GetLoops",["b0"],[],["l7","l8","l9"]]],[]]`
+	tr, err := trace.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := buildWorkload(t, "cuda-dense-nt-128")
+	s, err := trace.Replay(context.Background(), f, tr, trace.Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := s.Func().Script()
+	for _, want := range []string{`T.block("T_matmul_NT_rf")`, `T_matmul_NT_rf = T.alloc_buffer((32, 128, 128))`, `T.block("T_matmul_NT")`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("replayed IR lacks %s:\n%s", want, out)
+		}
+	}
+	if got := s.Trace().String(); got != src {
+		t.Errorf("trace round trip:\n%s\nwant\n%s", got, src)
+	}
+	if py := s.Trace().Python(); !strings.Contains(py, "b6 = sch.rfactor(l5, 0)") {
+		t.Errorf("Python:\n%s", py)
+	}
+	// The write-back block under b0 keeps i, j and the rfactor loop.
+	rv, _ := s.Lookup("l9")
+	l, err := s.Schedule().GetLoopOf(rv.(schedule.LoopRV))
+	if err != nil || l.Extent != 32 {
+		t.Errorf("innermost loop of the write-back block: %v, %v", l, err)
+	}
+	bad := strings.Replace(src, `["RFactor",["l5"],[0],["b6"]]`, `["RFactor",["l5"],[4],["b6"]]`, 1)
+	tr, _ = trace.Parse([]byte(bad))
+	if _, err := trace.Replay(context.Background(), f, tr, trace.Options{}); err == nil || !strings.Contains(err.Error(), "inst 3 RFactor") || !strings.Contains(err.Error(), "factor_axis 4 is out of range") {
+		t.Errorf("bad factor_axis: %v", err)
 	}
 }

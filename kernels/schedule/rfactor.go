@@ -26,7 +26,8 @@ import (
 // is used by both data-parallel and reduction iter vars; the block is the
 // first block under its outermost loop; the outermost loop used by a
 // reduction iter var holds only this block; and no loop of extent > 1
-// that no iter var uses sits under a reduction loop.
+// that no iter var uses sits under a reduction loop. A predicate on the
+// reduction loops is refused (TVM's checks fail on it too).
 //
 // TVM names the new buffer <buf>.rf and prints it <buf>_rf; dragonx names
 // it as printed.
@@ -98,6 +99,15 @@ func (s *Schedule) RFactor(l LoopRV, factorAxis int64) (BlockRV, error) {
 				return BlockRV{}, s.errorf(prim, "loop %s of extent %d is used by no iter var of %q and sits under a reduction loop", lp.Var.Name(), lp.Extent, blk.Name)
 			}
 		}
+	}
+
+	// A predicate on the reduction loops (an imperfect split of the
+	// reduction) would bound the rfactor block's iterations but not its
+	// iter vars' domains, so that its accesses would leave the buffers in
+	// the IR's terms; TVM fails on it too (test_reduction_rfactor_predicate,
+	// a RuntimeError of its checks).
+	if realize.Predicate != nil && ir.UsesVar(realize.Predicate, func(v *ir.Var) bool { return reduce[v] }) {
+		return BlockRV{}, s.errorf(prim, "the predicate of %q (%s) bounds its reduction loops, which the rfactor block's iter var domains cannot express", blk.Name, ir.ExprString(realize.Predicate))
 	}
 
 	// Step 3. The reducer.

@@ -444,6 +444,12 @@ func TestTVMRFactor(t *testing.T) {
 			op: func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error) {
 				return s.RFactor(getLoops(t, s, getBlock(t, s, "C"))[2], 1)
 			}},
+		{name: "predicate", f: rowsum(0), frag: "bounds its reduction loops",
+			op: func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error) {
+				ls := getLoops(t, s, getBlock(t, s, "B"))
+				ks := must[[]schedule.LoopRV](t)(s.Split(ls[1], []int64{13, 10}, true, false))
+				return s.RFactor(ks[0], 1)
+			}},
 		{name: "factor axis 3", f: tvmMatmul, frag: "factor_axis 3 is out of range",
 			op: func(t *testing.T, s *schedule.Schedule) (schedule.BlockRV, error) {
 				return s.RFactor(splitK(t, s)[4], 3)

@@ -494,3 +494,32 @@ func TestTVMRFactor(t *testing.T) {
 		})
 	}
 }
+
+// TVM's test_cache_read_elementwise and test_cache_write_elementwise
+// (test_tir_schedule_cache_read_write.py): stage names <buffer>_<scope>,
+// buffers appended to the scope's allocations, the original blocks keep
+// their names.
+func TestTVMCacheElementwise(t *testing.T) {
+	t.Run("cache_read", func(t *testing.T) {
+		f := elementWise(t)
+		s := newSched(f)
+		a := must[schedule.BlockRV](t)(s.CacheRead(getBlock(t, s, "B"), 0, "global", nil))
+		b := must[schedule.BlockRV](t)(s.CacheRead(getBlock(t, s, "C"), 0, "local", nil))
+		if blockOf(t, s, a).Name != "A_global" || blockOf(t, s, b).Name != "B_local" {
+			t.Errorf("stages %q, %q", blockOf(t, s, a).Name, blockOf(t, s, b).Name)
+		}
+		wantTVM(t, s.Func(), "cache_read_elementwise")
+		checkSame(t, f, s.Func())
+	})
+	t.Run("cache_write", func(t *testing.T) {
+		f := elementWise(t)
+		s := newSched(f)
+		b := must[schedule.BlockRV](t)(s.CacheWrite(getBlock(t, s, "B"), 0, "local", nil))
+		c := must[schedule.BlockRV](t)(s.CacheWrite(getBlock(t, s, "C"), 0, "global", nil))
+		if blockOf(t, s, b).Name != "B_local" || blockOf(t, s, c).Name != "C_global" {
+			t.Errorf("stages %q, %q", blockOf(t, s, b).Name, blockOf(t, s, c).Name)
+		}
+		wantTVM(t, s.Func(), "cache_write_elementwise")
+		checkSame(t, f, s.Func())
+	})
+}

@@ -523,3 +523,68 @@ func TestTVMCacheElementwise(t *testing.T) {
 		checkSame(t, f, s.Func())
 	})
 }
+
+// floordivFloormod is TVM's floordiv_and_floormod_indices: A writes
+// temp[i, j] = X[j, i] + 1 (16x16), B reads Y[i] = temp[i // 16, i % 16].
+func floordivFloormod(t testing.TB) *ir.PrimFunc {
+	t.Helper()
+	b := te.NewBuilder()
+	x := b.Placeholder("X", ir.Float32, 16, 16)
+	tmp := b.Compute("A", []int64{16, 16}, func(i []ir.Expr) ir.Expr { return ir.Add(x.At(i[1], i[0]), ir.F32(1)) },
+		te.Names("i", "j"), te.BufferName("temp"))
+	y := b.Compute("B", []int64{256}, func(i []ir.Expr) ir.Expr {
+		return tmp.At(ir.FloorDiv(i[0], ir.Int(16)), ir.FloorMod(i[0], ir.Int(16)))
+	}, te.Names("i"), te.BufferName("Y"))
+	f, err := b.Func("main", []*te.Tensor{x, y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// recursiveFloordivFloormod is TVM's recursive_floordiv_floormod: "In"
+// writes the 7-d B from A, "Out" reads B[v1 // 8, v2 // 4, v3 // 32, v1,
+// v2 % 4 // 2, v3 % 32, v2 % 2].
+func recursiveFloordivFloormod(t testing.TB) *ir.PrimFunc {
+	t.Helper()
+	b := te.NewBuilder()
+	c := ir.Int
+	a := b.Placeholder("A", ir.Float32, 16, 64, 1, 8, 8, 32)
+	bb := b.Compute("In", []int64{1, 128, 16, 8, 2, 32, 2}, func(v []ir.Expr) ir.Expr {
+		f1 := ir.Add(ir.Add(ir.Mul(v[1], c(4)), ir.Mul(v[4], c(2))), v[6])
+		f2 := ir.Add(ir.Mul(v[2], c(32)), v[5])
+		f3 := ir.Add(ir.Mul(v[0], c(8)), v[3])
+		return ir.Add(a.At(ir.FloorDiv(f1, c(32)), ir.FloorDiv(f2, c(8)), ir.FloorDiv(f3, c(8)), ir.FloorMod(f2, c(8)), f3, ir.FloorMod(f1, c(32))), ir.F32(3))
+	}, te.Names("axis1", "axis2", "axis3", "axis4", "axis5", "axis6", "axis7"), te.BufferName("B"))
+	out := b.Compute("Out", []int64{3, 512, 512}, func(v []ir.Expr) ir.Expr {
+		return ir.Mul(bb.At(ir.FloorDiv(v[0], c(8)), ir.FloorDiv(v[1], c(4)), ir.FloorDiv(v[2], c(32)), v[0],
+			ir.FloorDiv(ir.FloorMod(v[1], c(4)), c(2)), ir.FloorMod(v[2], c(32)), ir.FloorMod(v[1], c(2))), ir.F32(2))
+	}, te.Names("ax1", "ax2", "ax3"), te.BufferName("C"))
+	f, err := b.Func("main", []*te.Tensor{a, out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TVM's test_reverse_compute_at_floordiv_and_floormod_indices and
+// test_reverse_compute_at_floordiv_and_floormod_recursive.
+func TestTVMReverseComputeAtFloordiv(t *testing.T) {
+	for _, c := range []struct {
+		name, prod, cons string
+		f                func(testing.TB) *ir.PrimFunc
+		at               int
+	}{
+		{"reverse_compute_at_floordiv_floormod", "A", "B", floordivFloormod, 0},
+		{"reverse_compute_at_recursive_floordiv", "In", "Out", recursiveFloordivFloormod, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := c.f(t)
+			s := newSched(f)
+			if err := s.ReverseComputeAt(getBlock(t, s, c.cons), getLoops(t, s, getBlock(t, s, c.prod))[c.at], false, -1); err != nil {
+				t.Fatal(err)
+			}
+			wantTVM(t, s.Func(), c.name)
+		})
+	}
+}

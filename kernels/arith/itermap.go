@@ -68,12 +68,12 @@ func (m *iterMapper) simplify(dst, indices []ir.Expr, iters []LoopIter, pred ir.
 
 func (m *iterMapper) run(dst, indices []ir.Expr, iters []LoopIter, pred ir.Expr, simplifyTrivial bool) bool {
 	m.trivial = simplifyTrivial
-	if len(iters) <= len(m.markBuf) {
-		m.marks = m.markBuf[:len(iters)]
-	} else {
-		m.marks = make([]imark, len(iters))
+	if len(iters) > cap(m.marks) {
+		m.marks = make([]imark, len(iters), max(len(iters), 32))
 	}
+	m.marks = m.marks[:len(iters)]
 	m.arena = m.arena[:0]
+	m.depth = 0
 	m.fused, m.constraints, m.sums = m.fused[:0], m.constraints[:0], m.sums[:0]
 	for i, it := range iters {
 		if it.Extent <= 0 {
@@ -131,13 +131,14 @@ type isum struct {
 }
 
 type iterMapper struct {
-	marks       []imark // the loop variables' marks
-	markBuf     [16]imark
+	marks       []imark // the loop variables' marks; reused across calls
 	arena       []isplit // where split lists are carved from; reused across calls
 	trivial     bool
 	fused       []fusedMark // fused marks, looked up by their flattened sums
 	constraints []fusedMark // the fused marks the predicate bounds
 	sums        []isum
+	scratch     [][]isplit // rewrite's accumulators, by nesting depth
+	depth       int
 	bijective   bool // no gaps between digits (TVM's bijective level)
 }
 
@@ -218,120 +219,116 @@ func (m *iterMapper) constrain(pred ir.Expr) bool {
 }
 
 // rewrite is TVM's IterMapRewriter on the expressions schedule bindings
-// are made of.
+// are made of: the sum is accumulated term by term into a scratch list (one
+// per nesting level of floordiv and floormod), then copied to the arena.
 func (m *iterMapper) rewrite(e ir.Expr) (isum, bool) {
+	d := m.depth
+	if d == len(m.scratch) {
+		m.scratch = append(m.scratch, make([]isplit, 0, 16))
+	}
+	m.depth++
+	acc := m.scratch[d][:0]
+	var base int64
+	ok := m.accum(e, 1, &acc, &base)
+	m.scratch[d] = acc
+	m.depth--
+	if !ok {
+		return isum{}, false
+	}
+	return isum{args: append(m.take(len(acc)), acc...), base: base}, true
+}
+
+// accum adds scale*e to the sum (acc, base).
+func (m *iterMapper) accum(e ir.Expr, scale int64, acc *[]isplit, base *int64) bool {
 	switch x := e.(type) {
 	case *ir.IntImm:
-		return isum{base: x.Value()}, true
+		*base += scale * x.Value()
+		return true
 	case *ir.Var:
 		mk := m.varMark(x)
 		if mk == nil {
-			return isum{}, false
+			return false
 		}
 		if mk.extent == 1 && m.trivial {
-			return isum{}, true
+			return true
 		}
-		return isum{args: m.one(isplit{m: mk, lower: 1, extent: mk.extent, scale: 1})}, true
+		addSplit(acc, isplit{m: mk, lower: 1, extent: mk.extent, scale: scale})
+		return true
 	case *ir.Binary:
 		switch x.Op() {
-		case ir.OpAdd, ir.OpSub:
-			a, ok := m.rewrite(x.A())
-			if !ok {
-				return isum{}, false
-			}
-			b, ok := m.rewrite(x.B())
-			if !ok {
-				return isum{}, false
-			}
-			sign := int64(1)
-			if x.Op() == ir.OpSub {
-				sign = -1
-			}
-			return m.addSums(a, b, sign), true
+		case ir.OpAdd:
+			return m.accum(x.A(), scale, acc, base) && m.accum(x.B(), scale, acc, base)
+		case ir.OpSub:
+			return m.accum(x.A(), scale, acc, base) && m.accum(x.B(), -scale, acc, base)
 		case ir.OpMul:
-			a, ok := m.rewrite(x.A())
-			if !ok {
-				return isum{}, false
+			if c, ok := ir.IsConstInt(x.B()); ok {
+				return c == 0 || m.accum(x.A(), scale*c, acc, base)
 			}
-			b, ok := m.rewrite(x.B())
-			if !ok {
-				return isum{}, false
+			if c, ok := ir.IsConstInt(x.A()); ok {
+				return c == 0 || m.accum(x.B(), scale*c, acc, base)
 			}
-			switch {
-			case len(a.args) == 0:
-				return m.scaleSum(b, a.base), true
-			case len(b.args) == 0:
-				return m.scaleSum(a, b.base), true
-			}
-			return isum{}, false
+			return false
 		case ir.OpFloorDiv, ir.OpFloorMod:
-			c, ok := ir.IsConstInt(x.B())
-			if !ok || c <= 0 {
-				return isum{}, false
-			}
-			a, ok := m.rewrite(x.A())
+			r, ok := m.divMod(x)
 			if !ok {
-				return isum{}, false
+				return false
 			}
-			div := x.Op() == ir.OpFloorDiv
-			switch {
-			case len(a.args) == 0:
-				if div {
-					return isum{base: floorDiv(a.base, c)}, true
-				}
-				return isum{base: floorMod(a.base, c)}, true
-			case c == 1:
-				if div {
-					return a, true
-				}
-				return isum{}, true
+			for _, sp := range r.args {
+				sp.scale *= scale
+				addSplit(acc, sp)
 			}
-			// TVM's PreprocessDividend: one split, plus a base.
-			if len(a.args) > 1 {
-				if a, ok = m.fuse(a, true); !ok || len(a.args) != 1 {
-					return isum{}, false
-				}
-			}
-			if div {
-				return m.splitFloorDiv(a.args[0], a.base, c)
-			}
-			return m.splitFloorMod(a.args[0], a.base, c)
+			*base += scale * r.base
+			return true
 		}
 	}
-	return isum{}, false
+	return false
 }
 
-// addSums is a + sign*b, merging splits of the same digit (TVM's
-// AddToLhs).
-func (m *iterMapper) addSums(a, b isum, sign int64) isum {
-	out := isum{args: append(m.take(len(a.args)+len(b.args)), a.args...), base: a.base + sign*b.base}
-	for _, s := range b.args {
-		s.scale *= sign
-		merged := false
-		for i := range out.args {
-			if out.args[i].sameDigit(s) {
-				out.args[i].scale += s.scale
-				merged = true
-				break
-			}
+// divMod rewrites floordiv or floormod by a positive constant.
+func (m *iterMapper) divMod(x *ir.Binary) (isum, bool) {
+	c, ok := ir.IsConstInt(x.B())
+	if !ok || c <= 0 {
+		return isum{}, false
+	}
+	a, ok := m.rewrite(x.A())
+	if !ok {
+		return isum{}, false
+	}
+	div := x.Op() == ir.OpFloorDiv
+	switch {
+	case len(a.args) == 0:
+		if div {
+			return isum{base: floorDiv(a.base, c)}, true
 		}
-		if !merged {
-			out.args = append(out.args, s)
+		return isum{base: floorMod(a.base, c)}, true
+	case c == 1:
+		if div {
+			return a, true
+		}
+		return isum{}, true
+	}
+	// TVM's PreprocessDividend: one split, plus a base.
+	if len(a.args) > 1 {
+		if a, ok = m.fuse(a, true); !ok || len(a.args) != 1 {
+			return isum{}, false
 		}
 	}
-	return out
+	if div {
+		return m.splitFloorDiv(a.args[0], a.base, c)
+	}
+	return m.splitFloorMod(a.args[0], a.base, c)
 }
 
-func (m *iterMapper) scaleSum(s isum, c int64) isum {
-	if c == 0 {
-		return isum{}
+// addSplit adds sp to the sum, merging it with a split of the same digit
+// (TVM's AddToLhs).
+func addSplit(acc *[]isplit, sp isplit) {
+	for i := range *acc {
+		if (*acc)[i].sameDigit(sp) {
+			(*acc)[i].scale += sp.scale
+			return
+		}
 	}
-	out := isum{args: m.take(len(s.args)), base: s.base * c}
-	for _, a := range s.args {
-		a.scale *= c
-		out.args = append(out.args, a)
-	}
-	return out
+	*acc = append(*acc, sp)
 }
 
 // splitFloorDiv is TVM's SplitFloorDivConst without padding: (lhs + base)

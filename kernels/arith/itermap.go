@@ -131,7 +131,7 @@ type isum struct {
 }
 
 type iterMapper struct {
-	marks       []imark // the loop variables' marks; reused across calls
+	marks       []imark  // the loop variables' marks; reused across calls
 	arena       []isplit // where split lists are carved from; reused across calls
 	trivial     bool
 	fused       []fusedMark // fused marks, looked up by their flattened sums

@@ -111,7 +111,16 @@ func TestIterMapSimplifyValues(t *testing.T) {
 		iters := []LoopIter{{vars[0], 1 + r.Int64N(8)}, {vars[1], 1 + r.Int64N(8)}, {vars[2], []int64{1, 2, 4, 8}[r.IntN(4)]}}
 		in := []ir.Expr{gen(4), gen(3)}
 		trivial := r.IntN(2) == 0
-		out, ok := IterMapSimplify(in, iters, nil, trivial)
+		var pred ir.Expr
+		if r.IntN(3) == 0 {
+			// A fused sum bounded below its extent, as an imperfect split
+			// makes: a*e1*e2 + b*e2 + c < bound.
+			e1, e2 := iters[1].Extent, iters[2].Extent
+			f := ir.Add(ir.Add(ir.Mul(vars[0], ir.Int(e1*e2)), ir.Mul(vars[1], ir.Int(e2))), vars[2])
+			pred = ir.LT(f, ir.Int(1+r.Int64N(iters[0].Extent*e1*e2)))
+			in = append(in, ir.FloorDiv(f, ir.Int(e2)), ir.FloorMod(f, ir.Int(e2)))
+		}
+		out, ok := IterMapSimplify(in, iters, pred, trivial)
 		if !ok {
 			continue
 		}
@@ -121,6 +130,11 @@ func TestIterMapSimplifyValues(t *testing.T) {
 			for p1 := range iters[1].Extent {
 				for p2 := range iters[2].Extent {
 					env[vars[0]], env[vars[1]], env[vars[2]] = p0, p1, p2
+					if pred != nil {
+						if ok, _ := evalInt(pred, env); ok == 0 {
+							continue
+						}
+					}
 					for i := range in {
 						want, err1 := evalInt(in[i], env)
 						got, err2 := evalInt(out[i], env)

@@ -289,6 +289,10 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 		if extent < 1 {
 			return s.errorf(prim, "%v cannot be placed under %v: iter var %s would need %d iterations", b, l, iv.Var.Name(), extent)
 		}
+		if !forward && !s.coversDomain(la, lp.outer, loop, iv, min, extent) {
+			return s.errorf(prim, "%v cannot be placed under %v: over all iterations of the loop it would compute only part of iter var %s's domain [%d, %d), leaving the rest of its output uncomputed (its producers cover only part of what its whole domain reads, as for a padding stage)",
+				b, l, iv.Var.Name(), iv.Dom.Min, iv.Dom.Min+iv.Dom.Extent)
+		}
 		if preserveUnitLoops || extent != 1 {
 			v := ir.NewVar("ax"+strconv.Itoa(len(loopVars)), ir.LoopVarType(extent))
 			loopVars = append(loopVars, v)
@@ -347,6 +351,26 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 	}
 	loop.Body = insertAt(loop.Body, pos, nest)
 	return s.done(prim)
+}
+
+// coversDomain reports whether an iter var ranging over [min, min+extent)
+// in each iteration of loop (and of the loops outer, around it) covers its
+// whole domain over all iterations. A consumer moved by ReverseComputeAt
+// runs only where its producers write; when its domain is larger (a
+// padding stage, which reads nothing at its borders) the rest of its
+// output would never be computed. TVM does not check this and leaves those
+// elements unwritten; dragonx refuses it.
+func (s *Schedule) coversDomain(la *loopAnalyzer, outer []*ir.For, loop *ir.For, iv ir.IterVar, min ir.Expr, extent int64) bool {
+	dom := make(map[*ir.Var]arith.IntSet, len(outer)+1)
+	for _, o := range append(outer[:len(outer):len(outer)], loop) {
+		dom[o.Var] = arith.RangeSet(0, o.Extent)
+	}
+	lo := la.EvalSet(la.substUnit(min), dom).Min
+	hi := la.EvalSet(la.substUnit(ir.Add(min, ir.IntImmOf(min.DType(), extent-1))), dom).Max
+	if lo == nil || hi == nil {
+		return false
+	}
+	return la.Bound(lo).Max <= iv.Dom.Min && la.Bound(hi).Min >= iv.Dom.Min+iv.Dom.Extent-1
 }
 
 // relaxRange is the set a region range covers, its iter vars replaced by

@@ -138,7 +138,7 @@ func (s *Schedule) RFactor(l LoopRV, factorAxis int64) (BlockRV, error) {
 	}
 	rfIter := ir.NewVar("v"+loop.Var.Name(), loop.Var.DType())
 	rf := &ir.Block{
-		Name:        blk.Name + "_rf",
+		Name:        uniqueBlockName(s.f, blk.Name+"_rf"),
 		IterVars:    []ir.IterVar{{Var: rfIter, Dom: ir.Dom{Extent: loop.Extent}, Kind: ir.Spatial}},
 		Annotations: blk.Annotations.Clone(),
 	}
@@ -233,7 +233,11 @@ func (s *Schedule) RFactor(l LoopRV, factorAxis int64) (BlockRV, error) {
 	blk.Reads = []ir.BufferRegion{pointRegion(rhs.(*ir.BufferLoad))}
 	blk.Writes = []ir.BufferRegion{pointRegion(lhs.(*ir.BufferLoad))}
 	realize.IterValues = wbValues
-	realize.Predicate = nil
+	// The predicate stays: it bounds data-parallel loops only (one on
+	// reduction loops was refused above), which the write-back block
+	// keeps. TVM gives the write-back block no predicate, so that after an
+	// imperfect split of a data-parallel loop it runs out of its iter
+	// vars' domains.
 
 	// Step 6. Replace: the rfactor nest goes before the outermost loop,
 	// which loses the reduction loops other than l.

@@ -588,3 +588,15 @@ func TestTVMReverseComputeAtFloordiv(t *testing.T) {
 		})
 	}
 }
+
+// TestReverseComputeAtPadding: moving a padding stage under the loop of
+// the stage it reads would compute only the interior of its output (its
+// reads need nothing at the borders); TVM does so and leaves the borders
+// unwritten, dragonx refuses. Without the affine path the move was refused
+// for another reason (the index v_i1 - 1 was not understood).
+func TestReverseComputeAtPadding(t *testing.T) {
+	s := newSched(conv1d(t))
+	cr := must[schedule.BlockRV](t)(s.CacheRead(getBlock(t, s, "PadInput"), 0, "shared", nil))
+	err := s.ReverseComputeAt(getBlock(t, s, "PadInput"), getLoops(t, s, cr)[0], false, -1)
+	wantError(t, err, "ReverseComputeAt", "only part of iter var v_i1's domain [0, 12)", "uncomputed")
+}

@@ -600,3 +600,48 @@ func TestReverseComputeAtPadding(t *testing.T) {
 	err := s.ReverseComputeAt(getBlock(t, s, "PadInput"), getLoops(t, s, cr)[0], false, -1)
 	wantError(t, err, "ReverseComputeAt", "only part of iter var v_i1's domain [0, 12)", "uncomputed")
 }
+
+// elementWise3D is TVM's elementwise of test_tir_schedule_split_fuse.py:
+// B[vi, vj, vk] = A[vi, vj, vk] * 2, 128x128x128.
+func elementWise3D(t testing.TB) *ir.PrimFunc {
+	t.Helper()
+	b := te.NewBuilder()
+	a := b.Placeholder("A", ir.Float32, 128, 128, 128)
+	c := b.Compute("B", []int64{128, 128, 128}, func(i []ir.Expr) ir.Expr { return ir.Mul(a.At(i...), ir.F32(2)) }, te.Names("i", "j", "k"))
+	f, err := b.Func("main", []*te.Tensor{a, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tvmRename(f)
+}
+
+// TVM's test_fuse, test_split, test_split_with_inferred_factor and
+// test_split_with_predicate (test_tir_schedule_split_fuse.py; split's
+// preserve_unit_iters defaults to true in TVM's Python API).
+func TestTVMSplitFuse(t *testing.T) {
+	i := schedule.Infer
+	for _, c := range []struct {
+		name    string
+		fuse    bool
+		factors [3][]int64
+	}{
+		{name: "fuse", fuse: true},
+		{name: "split_case0", factors: [3][]int64{{2, 1, 64}, {4, 32}, {16, 8}}},
+		{name: "split_case1", factors: [3][]int64{{i, 1, 64}, {2, i, 64}, {2, 1, i}}},
+		{name: "split_with_predicate", factors: [3][]int64{{1000, 2, 3}, {i, 129}, {3, i}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := elementWise3D(t)
+			s := newSched(f)
+			ls := getLoops(t, s, getBlock(t, s, "B"))
+			if c.fuse {
+				must[schedule.LoopRV](t)(s.Fuse(ls, true))
+			} else {
+				for k, l := range ls {
+					must[[]schedule.LoopRV](t)(s.Split(l, c.factors[k], true, false))
+				}
+			}
+			wantTVM(t, s.Func(), "elementwise_"+c.name)
+		})
+	}
+}

@@ -361,16 +361,14 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 // output would never be computed. TVM does not check this and leaves those
 // elements unwritten; dragonx refuses it.
 func (s *Schedule) coversDomain(la *loopAnalyzer, outer []*ir.For, loop *ir.For, iv ir.IterVar, min ir.Expr, extent int64) bool {
-	dom := make(map[*ir.Var]arith.IntSet, len(outer)+1)
-	for _, o := range append(outer[:len(outer):len(outer)], loop) {
-		dom[o.Var] = arith.RangeSet(0, o.Extent)
+	if extent >= iv.Dom.Extent {
+		if c, ok := ir.IsConstInt(min); ok && c <= iv.Dom.Min {
+			return true // the whole domain in every iteration
+		}
 	}
-	lo := la.EvalSet(la.substUnit(min), dom).Min
-	hi := la.EvalSet(la.substUnit(ir.Add(min, ir.IntImmOf(min.DType(), extent-1))), dom).Max
-	if lo == nil || hi == nil {
-		return false
-	}
-	return la.Bound(lo).Max <= iv.Dom.Min && la.Bound(hi).Min >= iv.Dom.Min+iv.Dom.Extent-1
+	// Bounds of min over all iterations: the loops are bound in la.
+	b := la.Bound(la.substUnit(min))
+	return b.Min <= iv.Dom.Min && b.Max+extent-1 >= iv.Dom.Min+iv.Dom.Extent-1
 }
 
 // relaxRange is the set a region range covers, its iter vars replaced by

@@ -645,3 +645,23 @@ func TestTVMSplitFuse(t *testing.T) {
 		})
 	}
 }
+
+// TVM's test_reverse_compute_at_tiled: B tiled (i_0, j_0, i_1, j_1) by
+// 16x16, then C (C = B + 1) reverse-computed at i_1 without unit loops.
+// The tiled function is made here with Split and Reorder.
+func TestTVMReverseComputeAtTiled(t *testing.T) {
+	f := elementWise(t)
+	s := newSched(f)
+	b := getBlock(t, s, "B")
+	ls := getLoops(t, s, b)
+	is := must[[]schedule.LoopRV](t)(s.Split(ls[0], []int64{8, 16}, true, false))
+	js := must[[]schedule.LoopRV](t)(s.Split(ls[1], []int64{8, 16}, true, false))
+	if err := s.Reorder([]schedule.LoopRV{is[0], js[0], is[1], js[1]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReverseComputeAt(getBlock(t, s, "C"), is[1], false, -1); err != nil {
+		t.Fatal(err)
+	}
+	wantTVM(t, s.Func(), "reverse_compute_at_tiled")
+	checkSame(t, f, s.Func())
+}

@@ -665,3 +665,22 @@ func TestTVMReverseComputeAtTiled(t *testing.T) {
 	wantTVM(t, s.Func(), "reverse_compute_at_tiled")
 	checkSame(t, f, s.Func())
 }
+
+// TestReverseComputeInlineSecondConsumer: a consumer cannot be
+// reverse-inlined into a producer whose buffer another block also reads
+// (TVM's NonSingleProducerError: the producer must have a single
+// consumer); the inlining used to remove the buffer under the other
+// reader, found by the random-schedule test.
+func TestReverseComputeInlineSecondConsumer(t *testing.T) {
+	b := te.NewBuilder()
+	a := b.Placeholder("A", ir.Float32, 8, 8)
+	bb := b.Compute("B", []int64{8, 8}, func(i []ir.Expr) ir.Expr { return ir.Mul(a.At(i...), ir.F32(2)) })
+	c := b.Compute("C", []int64{8, 8}, func(i []ir.Expr) ir.Expr { return ir.Add(bb.At(i...), ir.F32(1)) })
+	d := b.Compute("D", []int64{8, 8}, func(i []ir.Expr) ir.Expr { return ir.Mul(bb.At(i...), c.At(i...)) })
+	f, err := b.Func("main", []*te.Tensor{a, d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSched(f)
+	wantError(t, s.ReverseComputeInline(getBlock(t, s, "C")), "ReverseComputeInline", `B is also read by "D"`, "single consumer")
+}

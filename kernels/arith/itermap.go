@@ -685,9 +685,8 @@ func divFold(t ir.DType, a ir.Expr, c int64) ir.Expr {
 // iterators, that hit every point of the iterators' domain exactly once.
 // Inverse maps a point of the indices' space back to the iterators.
 type BijectiveMap struct {
-	m     iterMapper
-	iters []LoopIter
-	sums  []isum
+	m    iterMapper
+	sums []isum
 }
 
 // DetectBijective detects indices as a bijective map of iters (each index
@@ -695,7 +694,7 @@ type BijectiveMap struct {
 // exactly once, each index with unit scale), or reports false. It covers
 // what IterMapSimplify covers, without gaps between digits.
 func DetectBijective(indices []ir.Expr, iters []LoopIter) (*BijectiveMap, bool) {
-	bm := &BijectiveMap{iters: iters}
+	bm := &BijectiveMap{}
 	m := &bm.m
 	m.bijective = true
 	m.marks = make([]imark, len(iters))

@@ -12,6 +12,7 @@ import (
 // for concurrent use; it is cheap to make one per schedule.
 type Analyzer struct {
 	bounds map[*ir.Var]Bound
+	im     *iterMapper // IterMapSimplify's scratch space
 }
 
 // NewAnalyzer returns an analyzer that knows nothing about any variable.

@@ -22,6 +22,12 @@
 //     mixed-radix digit sums (TVM's IterSumExpr, recognising fused and split
 //     patterns like floordiv(floormod(v, a), b)) and the affine-binding
 //     condition primitives check before moving blocks.
+//   - IterMapSimplify: TVM's IterMapSimplify reduced to schedule bindings
+//     (DetectIterMap's sums of splits of fused iterators, written back as
+//     TVM's NormalizeIterMapToExpr writes them), the form Split and Fuse
+//     leave bindings in; DetectBijective and BijectiveMap.Inverse: the
+//     bijective iter map and its inverse that TVM's affine compute-at
+//     path uses.
 //
 // Simplify with no bounds (the package-level Simplify) is what
 // te.create_prim_func applies to compute bodies.

@@ -55,7 +55,8 @@ func (s *Schedule) annotations(prim string, rv RV) (*ir.Annotations, error) {
 
 // SetScope sets the storage scope of the i-th buffer block b writes (TVM's
 // set_scope). The buffer must be allocated by a block (not a function
-// parameter); every use of it is redirected to the new buffer.
+// parameter); every use of it is redirected to the new buffer, which is
+// named <name>_<scope> as TVM's WithScope names it (B becomes B_shared).
 func (s *Schedule) SetScope(b BlockRV, i int64, scope string) error {
 	const prim = "SetScope"
 	blk, bp, err := s.blockContext(prim, b)
@@ -76,7 +77,8 @@ func (s *Schedule) SetScope(b BlockRV, i int64, scope string) error {
 	if site == nil {
 		return s.errorf(prim, "buffer %s is not allocated by a block (it is a function parameter), so its scope cannot be set", buf.Name())
 	}
-	ir.ReplaceBuffer(site, buf, buf.WithScope(scope))
+	// TVM's WithScope renames the buffer <name>_<scope> as it moves it.
+	ir.ReplaceBuffer(site, buf, ir.NewBuffer(buf.Name()+"_"+scope, buf.DType(), buf.Shape(), scope))
 	return s.done(prim)
 }
 

@@ -248,6 +248,11 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 				req[k] = la.Union(req[k], more[k])
 			}
 		}
+		// TVM's UpdateBlockVarDomainAffine first, then the solve
+		// dimension by dimension.
+		if s.solveAffine(blk, buf, e.provided, req, infos, la) {
+			continue
+		}
 		if err := s.solveDims(prim, b, l, buf, e.provided, req, infos, la); err != nil {
 			return err
 		}
@@ -283,6 +288,10 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 		}
 		if extent < 1 {
 			return s.errorf(prim, "%v cannot be placed under %v: iter var %s would need %d iterations", b, l, iv.Var.Name(), extent)
+		}
+		if !forward && !s.coversDomain(la, lp.outer, loop, iv, min, extent) {
+			return s.errorf(prim, "%v cannot be placed under %v: over all iterations of the loop it would compute only part of iter var %s's domain [%d, %d), leaving the rest of its output uncomputed (its producers cover only part of what its whole domain reads, as for a padding stage)",
+				b, l, iv.Var.Name(), iv.Dom.Min, iv.Dom.Min+iv.Dom.Extent)
 		}
 		if preserveUnitLoops || extent != 1 {
 			v := ir.NewVar("ax"+strconv.Itoa(len(loopVars)), ir.LoopVarType(extent))
@@ -342,6 +351,24 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 	}
 	loop.Body = insertAt(loop.Body, pos, nest)
 	return s.done(prim)
+}
+
+// coversDomain reports whether an iter var ranging over [min, min+extent)
+// in each iteration of loop (and of the loops outer, around it) covers its
+// whole domain over all iterations. A consumer moved by ReverseComputeAt
+// runs only where its producers write; when its domain is larger (a
+// padding stage, which reads nothing at its borders) the rest of its
+// output would never be computed. TVM does not check this and leaves those
+// elements unwritten; dragonx refuses it.
+func (s *Schedule) coversDomain(la *loopAnalyzer, outer []*ir.For, loop *ir.For, iv ir.IterVar, min ir.Expr, extent int64) bool {
+	if extent >= iv.Dom.Extent {
+		if c, ok := ir.IsConstInt(min); ok && c <= iv.Dom.Min {
+			return true // the whole domain in every iteration
+		}
+	}
+	// Bounds of min over all iterations: the loops are bound in la.
+	b := la.Bound(la.substUnit(min))
+	return b.Min <= iv.Dom.Min && b.Max+extent-1 >= iv.Dom.Min+iv.Dom.Extent-1
 }
 
 // relaxRange is the set a region range covers, its iter vars replaced by
@@ -530,6 +557,80 @@ func constOf(e ir.Expr) (int64, bool) {
 		return 0, false
 	}
 	return ir.IsConstInt(e)
+}
+
+// solveAffine derives iter var domains from one buffer's provided and
+// required regions when the provided region is a single point whose
+// indices are a bijective map of the block's iter vars (TVM's
+// UpdateBlockVarDomainAffine): the ends of the required region, mapped
+// back through the inverse map, bound each iter var, and the ends of the
+// buffer's shape bound what it may take. It reports false when it does not
+// apply; then the dimension-wise solve does.
+//
+// When every index is an iter var or a constant, the inverse map is the
+// identity on each dimension and the dimension-wise solve gives the same
+// domains (min and max of a required range's ends are its ends), so that
+// common case goes there directly, without building the map.
+func (s *Schedule) solveAffine(blk *ir.Block, buf *ir.Buffer, provided, required []arith.IntSet, infos map[*ir.Var]*domainInfo, la *loopAnalyzer) bool {
+	plain := true
+	for _, p := range provided {
+		switch p.Min.(type) {
+		case *ir.Var, *ir.IntImm:
+			if p.Max != p.Min {
+				plain = false
+			}
+		default:
+			plain = false
+		}
+	}
+	if plain {
+		return false
+	}
+	iters := make([]arith.LoopIter, len(blk.IterVars))
+	for i, iv := range blk.IterVars {
+		if iv.Dom.Min != 0 {
+			return false
+		}
+		iters[i] = arith.LoopIter{Var: iv.Var, Extent: iv.Dom.Extent}
+	}
+	point := make([]ir.Expr, len(provided))
+	for k, p := range provided {
+		if !p.Bounded() || !la.canProveEqual(p.Min, p.Max) {
+			return false
+		}
+		point[k] = p.Min
+	}
+	bm, ok := arith.DetectBijective(point, iters)
+	if !ok {
+		return false
+	}
+	shape := buf.Shape()
+	ends := func(lo, hi []ir.Expr) map[*ir.Var]dset {
+		invLo, invHi := bm.Inverse(lo), bm.Inverse(hi)
+		out := make(map[*ir.Var]dset, len(invLo))
+		for v, a := range invLo {
+			b := invHi[v]
+			out[v] = dset{s: arith.IntSet{Min: la.simplify(ir.Min(a, b)), Max: la.simplify(ir.Max(a, b))}}
+		}
+		return out
+	}
+	rlo, rhi := make([]ir.Expr, len(required)), make([]ir.Expr, len(required))
+	blo, bhi := make([]ir.Expr, len(required)), make([]ir.Expr, len(required))
+	for k, r := range required {
+		if !r.Bounded() {
+			return false
+		}
+		rlo[k], rhi[k] = r.Min, r.Max
+		t := r.Min.DType()
+		blo[k], bhi[k] = ir.IntImmOf(t, 0), ir.IntImmOf(t, max(shape[k]-1, 0))
+	}
+	dom, bound := ends(rlo, rhi), ends(blo, bhi)
+	for v, d := range dom {
+		if info, found := infos[v]; found {
+			info.union(la, domainInfo{dom: d, bound: bound[v]})
+		}
+	}
+	return true
 }
 
 // solveDims derives iter var domains from one buffer's provided and

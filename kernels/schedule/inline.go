@@ -199,6 +199,15 @@ func (s *Schedule) ReverseComputeInline(b BlockRV) error {
 	if isOutputBlock(sc.root, producer) {
 		return s.errorf(prim, "%v cannot be inlined: its producer %q is an output block", b, producer.Name)
 	}
+	// The producer must have b as its only consumer (TVM's
+	// NonSingleProducerError): its buffer disappears with the inlining.
+	for _, r := range realizesUnder(sc.root.Body) {
+		if x := r.Block; x != blk && x != producer {
+			if _, reads := findRegion(x.Reads, buf); reads {
+				return s.errorf(prim, "%v cannot be inlined: %s is also read by %q, and the producer %q must have a single consumer", b, buf.Name(), x.Name, producer.Name)
+			}
+		}
+	}
 	// The body pattern.
 	if !ir.IsTrue(bp.realize.Predicate) {
 		return s.errorf(prim, "%v has a predicate; %s", b, bodyReverseInlineForm)

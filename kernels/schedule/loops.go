@@ -59,14 +59,18 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 	}
 
 	// Step 1. New loop variables and the value that replaces the old one:
-	// ((v0 * f1 + v1) * f2 + v2) ...
+	// ((v0 * f1 + v1) * f2 + v2) ..., built as TVM builds it, with its
+	// operators' constant folding (a factor 1 multiplies nothing).
 	vars := make([]*ir.Var, len(fs))
 	var value ir.Expr
 	for i := range fs {
 		vars[i] = ir.NewVar(loop.Var.Name()+"_"+strconv.Itoa(i), loop.Var.DType())
-		if value == nil {
+		switch {
+		case value == nil:
 			value = vars[i]
-		} else {
+		case fs[i] == 1:
+			value = ir.Add(value, vars[i])
+		default:
 			value = ir.Add(ir.Mul(value, ir.IntImmOf(loop.Var.DType(), fs[i])), vars[i])
 		}
 	}
@@ -86,18 +90,13 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 	substituteLoopVars(body, map[*ir.Var]ir.Expr{loop.Var: value}, marks)
 
 	// Step 2. The predicate of an imperfect split, on the blocks directly
-	// under the loop.
+	// under the loop: value < extent, unsimplified, after the predicate
+	// the block had, as TVM appends it. (With constant extents, the
+	// predicate holds everywhere exactly when the split is perfect.)
 	if !disablePredication && prod != loop.Extent {
-		a := s.analyzer()
-		for i, v := range vars {
-			a.track(v, 0, fs[i])
-		}
-		pred := a.Simplify(ir.LT(value, ir.IntImmOf(loop.Var.DType(), loop.Extent)))
-		s.release(a)
-		if !ir.IsTrue(pred) {
-			for _, r := range childRealizes(body) {
-				r.Predicate = andPred(r.Predicate, pred)
-			}
+		pred := ir.LT(value, ir.IntImmOf(loop.Var.DType(), loop.Extent))
+		for _, r := range childRealizes(body) {
+			r.Predicate = andPred(r.Predicate, pred)
 		}
 	}
 

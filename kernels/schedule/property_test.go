@@ -47,10 +47,17 @@ func randomWorkload(t *testing.T, r *rand.Rand) *ir.PrimFunc {
 
 // fuzzer applies random primitives with random arguments to a schedule.
 type fuzzer struct {
-	t   *testing.T
-	r   *rand.Rand
-	s   *schedule.Schedule
-	log []string
+	t     *testing.T
+	r     *rand.Rand
+	s     *schedule.Schedule
+	log   []string
+	forks []forked // schedules the fuzzer forked from, as they were
+}
+
+type forked struct {
+	s      *schedule.Schedule
+	hash   uint64
+	script string
 }
 
 func (z *fuzzer) blocks() []schedule.BlockRV {
@@ -101,7 +108,7 @@ var threads = []string{"blockIdx.x", "vthread.x", "threadIdx.x", "threadIdx.y"}
 // its error (nil when the primitive was not applicable at all).
 func (z *fuzzer) step() (string, error) {
 	s, r := z.s, z.r
-	switch r.IntN(17) {
+	switch r.IntN(19) {
 	case 0:
 		l, ok := z.loop()
 		if !ok {
@@ -223,6 +230,21 @@ func (z *fuzzer) step() (string, error) {
 		}
 		_, err = s.Split(l, factors, true, false)
 		return fmt.Sprintf("SamplePerfectTile+Split %v", factors), err
+	case 16:
+		l, ok := z.loop()
+		if !ok {
+			return "", nil
+		}
+		_, err := s.RFactor(l, int64(r.IntN(5)-2))
+		return "RFactor", err
+	case 17:
+		// Continue on a fork; the original must not change any more.
+		z.forks = append(z.forks, forked{s: s, hash: ir.Hash(s.Func()), script: s.Func().Script()})
+		z.s = s.Fork()
+		if ir.Hash(z.s.Func()) != ir.Hash(s.Func()) {
+			return "Fork", errors.New("the fork differs from its original")
+		}
+		return "Fork", nil
 	case 15:
 		b, ok := z.block()
 		if !ok {
@@ -290,6 +312,11 @@ func TestRandomSchedules(t *testing.T) {
 		}
 		if err := analysis.VerifyWellFormed(z.s.Func()); err != nil {
 			t.Fatalf("seed %d: %v: %v", seed, z.log, err)
+		}
+		for _, fk := range z.forks {
+			if ir.Hash(fk.s.Func()) != fk.hash || fk.s.Func().Script() != fk.script {
+				t.Fatalf("seed %d: after %v, a forked-from schedule changed", seed, z.log)
+			}
 		}
 		if err := sameResults(base, z.s.Func(), uint64(seed)); err != nil {
 			t.Fatalf("seed %d: after %v the results differ: %v\n%s", seed, z.log, err, z.s.Func().Script())

@@ -12,7 +12,8 @@ import (
 // <b>_init and placed just before loop l, and the update (b itself,
 // renamed <b>_update, without its init), as TVM's decompose_reduction. The
 // init block gets copies, suffixed _init, of the loops under l that its
-// bindings use. l must be above b and above every loop a reduction iter
+// bindings use, with their kinds and thread bindings but without their
+// annotations (as TVM v0.20 makes them); it keeps the block's annotations. l must be above b and above every loop a reduction iter
 // var's binding uses. It returns the init block.
 func (s *Schedule) DecomposeReduction(b BlockRV, l LoopRV) (BlockRV, error) {
 	const prim = "DecomposeReduction"
@@ -116,7 +117,10 @@ func (s *Schedule) DecomposeReduction(b BlockRV, l LoopRV) (BlockRV, error) {
 	for _, old := range chosen {
 		nv := ir.NewVar(old.Var.Name()+"_init", old.Var.DType())
 		loopMap[old.Var] = nv
-		nest = &ir.For{Var: nv, Extent: old.Extent, Kind: old.Kind, Thread: old.Thread, Annotations: old.Annotations.Clone(), Body: nest}
+		// TVM v0.20 rebuilds each loop from its var, extent, kind and
+		// thread binding: the loop's annotations stay on the update's
+		// loop only.
+		nest = &ir.For{Var: nv, Extent: old.Extent, Kind: old.Kind, Thread: old.Thread, Body: nest}
 	}
 	ir.SubstituteStmt(nest, loopMap)
 

@@ -346,60 +346,12 @@ func (s *Schedule) computeLocations(prim string, b BlockRV) ([]LoopRV, []int64, 
 
 // try reports whether fn succeeds on a copy of the schedule (TVM's
 // CanComputeAt and CanComputeInline), leaving s unchanged. RVs keep their
-// meaning in the copy.
+// meaning in the copy. The copy neither names RVs nor verifies: its error
+// is dropped, and a success is redone on s.
 func (s *Schedule) try(fn func(*Schedule, BlockRV) error, b BlockRV) bool {
-	t := s.fork()
+	t := s.Fork()
+	t.namer, t.check = nil, false
 	return fn(t, b) == nil
-}
-
-// fork copies the schedule, its function and RV tables, so that a
-// primitive can be tried without touching s.
-func (s *Schedule) fork() *Schedule {
-	t := &Schedule{rng: s.rng, exprs: slices.Clone(s.exprs)}
-	m := map[ir.Stmt]ir.Stmt{}
-	f := s.f.Clone()
-	pairStmts(s.f.Body, f.Body, m)
-	t.f = f
-	t.blocks = make([]*ir.Block, len(s.blocks))
-	for i, b := range s.blocks {
-		if x, ok := m[b].(*ir.Block); ok {
-			t.blocks[i] = x
-		}
-	}
-	t.loops = make([]*ir.For, len(s.loops))
-	for i, l := range s.loops {
-		if x, ok := m[l].(*ir.For); ok {
-			t.loops[i] = x
-		}
-	}
-	return t
-}
-
-// pairStmts maps each statement of a to its copy in b (same shape).
-func pairStmts(a, b ir.Stmt, m map[ir.Stmt]ir.Stmt) {
-	if a == nil || b == nil {
-		return
-	}
-	m[a] = b
-	switch x := a.(type) {
-	case *ir.For:
-		pairStmts(x.Body, b.(*ir.For).Body, m)
-	case *ir.BlockRealize:
-		pairStmts(x.Block, b.(*ir.BlockRealize).Block, m)
-	case *ir.Block:
-		y := b.(*ir.Block)
-		pairStmts(x.Init, y.Init, m)
-		pairStmts(x.Body, y.Body, m)
-	case *ir.SeqStmt:
-		y := b.(*ir.SeqStmt)
-		for i := range x.Stmts {
-			pairStmts(x.Stmts[i], y.Stmts[i], m)
-		}
-	case *ir.IfThenElse:
-		y := b.(*ir.IfThenElse)
-		pairStmts(x.Then, y.Then, m)
-		pairStmts(x.Else, y.Else, m)
-	}
 }
 
 // loopIterType is TVM's GetLoopIterType: spatial if only data-parallel

@@ -97,7 +97,9 @@ func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr, marks bindingMarks) {
 // simplifyBindings simplifies the marked iter values (see markBindings)
 // of the BlockRealizes under s, knowing the ranges of the loops above s
 // (outer) and of those met on the way down: what TVM's
-// IterMapSimplifyBlockBinding does after Split and Fuse. With preserveUnit
+// IterMapSimplifyBlockBinding does after Split and Fuse, with
+// arith.IterMapSimplify where it applies and the canonical simplifier
+// otherwise. With preserveUnit
 // false, variables of unit loops are replaced by 0 first (TVM's
 // simplify_trivial_iterators); with true they stay, so that a unit tile
 // still shows in the bindings as TVM keeps it.
@@ -109,7 +111,9 @@ func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks bindingM
 	defer sch.release(la)
 	a := la.Analyzer
 	var unit map[*ir.Var]ir.Expr
+	iters := make([]arith.LoopIter, 0, len(outer)+8)
 	bind := func(l *ir.For) {
+		iters = append(iters, arith.LoopIter{Var: l.Var, Extent: l.Extent})
 		la.track(l.Var, 0, l.Extent)
 		if !preserveUnit && l.Extent == 1 {
 			if unit == nil {
@@ -125,8 +129,10 @@ func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks bindingM
 	walk = func(x ir.Stmt) {
 		switch x := x.(type) {
 		case *ir.For:
+			n := len(iters)
 			bind(x)
 			walk(x.Body)
+			iters = iters[:n]
 		case *ir.SeqStmt:
 			for _, c := range x.Stmts {
 				walk(c)
@@ -136,6 +142,15 @@ func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks bindingM
 			walk(x.Else)
 		case *ir.BlockRealize:
 			m := marks.of(x)
+			if m == nil {
+				return
+			}
+			// TVM's IterMapSimplify, on all the bindings with the block's
+			// predicate; where it does not apply, the canonical
+			// simplifier.
+			if a.IterMapSimplify(x.IterValues, x.IterValues, iters, x.Predicate, !preserveUnit) {
+				return
+			}
 			for i, v := range x.IterValues {
 				if m == nil || !m[i] {
 					continue

@@ -51,7 +51,7 @@ func LookupKind(name string) (*KindInfo, bool) {
 // outsideSubset are TVM instruction kinds outside dragonx's CUDA fp32
 // subset, named so that a replay says so rather than "unknown".
 var outsideSubset = []string{
-	"RFactor", "Blockize", "Tensorize", "TransformLayout", "TransformBlockLayout", "ReIndex",
+	"Blockize", "Tensorize", "TransformLayout", "TransformBlockLayout", "ReIndex",
 	"PadEinsum", "DecomposePadding", "AddUnitLoop", "CacheInplace", "CacheIndex",
 	"ReindexCacheRead", "ReindexCacheWrite", "RollingBuffer", "UnsafeSetDType",
 	"SamplePartitionedTile", "Merge", "LoopPartition", "SetAxisSeparator", "ReorderBlockIterVar",
@@ -503,6 +503,24 @@ func init() {
 				return nil, nil, err
 			}
 			return []schedule.RV{init}, nil, nil
+		}})
+	// TVM's RFactor: inputs [loop], attrs [factor_axis], outputs [the
+	// rfactor block].
+	register(&KindInfo{Name: "RFactor", Inputs: 1, Attrs: []int{1},
+		apply: func(s *Session, in Inst, _ *Value) ([]schedule.RV, *Value, error) {
+			l, err := s.loopInput(in, 0)
+			if err != nil {
+				return nil, nil, err
+			}
+			axis, err := intAttr(in, 0)
+			if err != nil {
+				return nil, nil, err
+			}
+			rf, err := s.sch.RFactor(l, axis)
+			if err != nil {
+				return nil, nil, err
+			}
+			return []schedule.RV{rf}, nil, nil
 		}})
 	register(&KindInfo{Name: "SetScope", Inputs: 1, Attrs: []int{2},
 		apply: func(s *Session, in Inst, _ *Value) ([]schedule.RV, *Value, error) {

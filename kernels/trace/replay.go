@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"dragonx/kernels/ir"
@@ -127,6 +129,30 @@ func Replay(ctx context.Context, f *ir.PrimFunc, t *Trace, opts Options) (*Sessi
 		}
 	}
 	return s, nil
+}
+
+// Fork returns an independent copy of the session: its schedule
+// (schedule.Schedule.Fork), trace, RV names, repairs and sampled
+// instructions. Instructions applied to either session leave the other's
+// function and trace untouched; RV names keep naming the same statements
+// in each. It is how a design space forks one sketch per rule.
+func (s *Session) Fork() *Session {
+	n := &Session{
+		sch:     s.sch.Fork(),
+		opts:    s.opts,
+		trace:   s.trace.Clone(),
+		repairs: slices.Clone(s.repairs),
+		sampled: slices.Clone(s.sampled),
+		named:   s.named,
+		stopped: s.stopped,
+		names: rvTable{
+			defs:  slices.Clone(s.names.defs),
+			byNum: slices.Clone(s.names.byNum),
+			other: maps.Clone(s.names.other),
+		},
+	}
+	n.sch.SetNamer(n.names.nameOf)
+	return n
 }
 
 // Schedule returns the session's schedule.

@@ -84,8 +84,8 @@ func TestReplayErrors(t *testing.T) {
 			tr.Insts[2].Kind = "Annotation"
 		}, 2, "Annotation", `unknown instruction kind "Annotation"`},
 		{"kind outside the subset", dense, func(tr *trace.Trace) {
-			tr.Insts[2] = trace.Inst{Kind: "RFactor", Inputs: []trace.Value{str("l2")}, Attrs: []trace.Value{trace.IntValue(0)}, Outputs: []string{"b99"}}
-		}, 2, "RFactor", "outside dragonx's instruction set"},
+			tr.Insts[2] = trace.Inst{Kind: "Blockize", Inputs: []trace.Value{str("l2")}, Attrs: []trace.Value{trace.IntValue(0)}, Outputs: []string{"b99"}}
+		}, 2, "Blockize", "outside dragonx's instruction set"},
 		{"too few outputs", dense, func(tr *trace.Trace) {
 			tr.Insts[3].Outputs = tr.Insts[3].Outputs[:2]
 		}, 3, "GetLoops", "produced 3 loops, but the trace names 2 (l2, l3)"},

@@ -394,6 +394,9 @@ func pyValue(v Value, input bool) string {
 }
 
 func snake(kind string) string {
+	if kind == "RFactor" {
+		return "rfactor" // TVM's name, not r_factor
+	}
 	var b strings.Builder
 	for i, r := range kind {
 		if r >= 'A' && r <= 'Z' {

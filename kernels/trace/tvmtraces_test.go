@@ -273,13 +273,13 @@ var facts = map[string]traceFacts{
 	"metal-rms-norm-4096": {
 		anchor:      "rms_norm",
 		threads:     []string{"blockIdx.x=1", "threadIdx.x=256"},
-		stages:      []stage{{"Ared_temp", []int64{1, 1}, "shared"}},
+		stages:      []stage{{"Ared_temp_shared", []int64{1, 1}, "shared"}},
 		childBlocks: []string{"Ared_temp", "rms_norm"},
 	},
 	"opencl-softmax-1x1x32000": {
 		anchor:      "T_softmax_norm",
 		threads:     []string{"blockIdx.x=1", "threadIdx.x=256"},
-		stages:      []stage{{"T_softmax_maxelem", []int64{1, 1}, "shared"}, {"T_softmax_expsum", []int64{1, 1}, "shared"}},
+		stages:      []stage{{"T_softmax_maxelem_shared", []int64{1, 1}, "shared"}, {"T_softmax_expsum_shared", []int64{1, 1}, "shared"}},
 		gone:        []string{"T_softmax_exp"},
 		childBlocks: []string{"T_softmax_maxelem", "T_softmax_expsum", "T_softmax_norm"},
 	},

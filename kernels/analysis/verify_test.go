@@ -90,7 +90,7 @@ func imperfectSplit(withPredicate bool) *ir.PrimFunc {
 		r.Predicate = ir.LT(fused, ir.Int(100))
 	}
 	return ir.NewPrimFunc("main", []*ir.Buffer{A, B}, nil,
-		&ir.For{Var: i0, Extent: 4, Body: &ir.For{Var: i1, Extent: 32, Body: r}})
+		ir.Loop(i0, 4, ir.Loop(i1, 32, r)))
 }
 
 func TestVerifyProblems(t *testing.T) {
@@ -121,7 +121,7 @@ func TestVerifyProblems(t *testing.T) {
 		}, "loop i in block", "variable i is defined again"},
 		{"binding outside domain", func(t *testing.T) *ir.PrimFunc {
 			f := dense(t)
-			ir.NewIndex(f).Loops(block(t, f, "T_matmul_NT"))[0].Extent = 256
+			ir.NewIndex(f).Loops(block(t, f, "T_matmul_NT"))[0].SetExtent(256)
 			return f
 		}, `block "T_matmul_NT"`, "iter var v_i (spatial) with domain [0, 128) is bound to i, which ranges over [0, 255]"},
 		{"imperfect split without predicate", func(t *testing.T) *ir.PrimFunc { return imperfectSplit(false) },
@@ -138,7 +138,7 @@ func TestVerifyProblems(t *testing.T) {
 		}, "function main", `root block is named "top"`},
 		{"zero extent", func(t *testing.T) *ir.PrimFunc {
 			f := dense(t)
-			ir.NewIndex(f).Loops(block(t, f, "T_matmul_NT"))[2].Extent = 0
+			ir.NewIndex(f).Loops(block(t, f, "T_matmul_NT"))[2].SetExtent(0)
 			return f
 		}, "loop k", "extent 0"},
 		{"invalid thread tag", func(t *testing.T) *ir.PrimFunc {

@@ -202,7 +202,9 @@ func TestBrokenScheduleIsCaught(t *testing.T) {
 		t.Fatal(err)
 	}
 	loops := ir.NewIndex(sched).Loops(blk)
-	loops[len(loops)-1].Extent -= 4
+	last := loops[len(loops)-1]
+	n, _ := last.ConstExtent()
+	last.SetExtent(n - 4)
 	args := interp.RandomArgs(plain, 5)
 	want := interp.CloneArgs(args)
 	run(t, plain, want)
@@ -226,7 +228,7 @@ func TestRunErrors(t *testing.T) {
 			allocs = []*ir.Buffer{alloc}
 		}
 		return ir.NewPrimFunc("main", []*ir.Buffer{A}, allocs,
-			&ir.For{Var: i, Extent: loop, Body: &ir.BlockRealize{IterValues: []ir.Expr{i}, Block: blk}})
+			ir.Loop(i, loop, &ir.BlockRealize{IterValues: []ir.Expr{i}, Block: blk}))
 	}
 	tmp := ir.NewBuffer("tmp", ir.Float32, []int64{4}, "")
 	tests := []struct {

@@ -274,3 +274,57 @@ func TestWellFormedErrorMessage(t *testing.T) {
 		t.Errorf("Error() = %v", err)
 	}
 }
+
+// TestVerifySymbolicExtents: a loop of symbolic extent is well-formed when
+// its extent uses outer loops only and keeps the bindings in their
+// domains, which the check sees by enumerating the loops involved (a
+// constant bound of j in range(i + 1) would be [0, 3] for any i).
+func TestVerifySymbolicExtents(t *testing.T) {
+	if err := analysis.VerifyWellFormed(fixtures.Triangular(4, 1)); err != nil {
+		t.Fatalf("the triangular copy: %v", err)
+	}
+	symbolic := func(f *ir.PrimFunc) *ir.For {
+		var j *ir.For
+		ir.WalkStmt(f.Body, func(s ir.Stmt) bool {
+			if l, ok := s.(*ir.For); ok && l.SymbolicExtent() != nil {
+				j = l
+			}
+			return true
+		})
+		return j
+	}
+	tests := []struct {
+		name   string
+		f      func() *ir.PrimFunc
+		reason string
+	}{
+		{"extent past the domain", func() *ir.PrimFunc { return fixtures.Triangular(4, 2) },
+			"iter var vj (spatial) with domain [0, 4) is bound to j, which ranges over [0, 4]"},
+		{"extent uses the loop itself", func() *ir.PrimFunc {
+			f := fixtures.Triangular(4, 1)
+			j := symbolic(f)
+			j.SetExtentExpr(ir.Add(j.Var, ir.Int(1)))
+			return f
+		}, "extent uses j, which is not visible here"},
+		{"extent always negative", func() *ir.PrimFunc {
+			f := fixtures.Triangular(4, 1)
+			j := symbolic(f)
+			j.SetExtentExpr(ir.Sub(ir.Int(-1), j.SymbolicExtent()))
+			return f
+		}, "extent -1 - (i + 1) is always negative"},
+		{"thread-bound loop of symbolic extent", func() *ir.PrimFunc {
+			f := fixtures.Triangular(4, 1)
+			j := symbolic(f)
+			j.Kind, j.Thread = ir.ThreadBinding, "threadIdx.x"
+			return f
+		}, "bound to threadIdx.x with the non-constant extent i + 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := analysis.VerifyWellFormed(tt.f())
+			if err == nil || !strings.Contains(err.Error(), tt.reason) {
+				t.Errorf("got %v, want a problem %q", err, tt.reason)
+			}
+		})
+	}
+}

@@ -60,6 +60,11 @@ func relaxPath(la *loopAnalyzer, path []ir.Stmt, start, stop int, scope string, 
 // before the first consumer), -2 as early as possible (just after the last
 // producer), a non-negative index exactly there.
 //
+// When the region needed per iteration of l depends on loops outside l
+// (T2D: a stride-2 read under an outer tile rh_0 needs rh_0 % 2 + 1 rows),
+// the new loop gets that symbolic extent, simplified, as TVM's CoverRange
+// gives it.
+//
 // The conditions are TVM's: the scope is a stage pipeline; b is a complete
 // or reduction block, not an output block, in the same scope as l and not
 // under it; every consumer of b is under l; and the region each iteration

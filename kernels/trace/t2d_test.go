@@ -301,3 +301,29 @@ func sameOutputs(base, sched *ir.PrimFunc, seed uint64) error {
 	}
 	return nil
 }
+
+// TestT2DSketchNumeric runs TVM's T2D sketch (the test's decisions) and the
+// unscheduled workload at full size on the same inputs: 134 million
+// multiply-adds each, minutes in the interpreter, so only with
+// DRAGONX_HEAVY_TESTS=1 (the small shapes of TestT2DSketchAnyDecision
+// check the same sketch quickly).
+func TestT2DSketchNumeric(t *testing.T) {
+	if os.Getenv("DRAGONX_HEAVY_TESTS") != "1" {
+		t.Skip("DRAGONX_HEAVY_TESTS is not 1")
+	}
+	base, err := workload.Build(readT2D(t, "workload.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.Parse(readT2D(t, "trace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := trace.Replay(context.Background(), base.Clone(), tr, trace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameOutputs(base, s.Func(), 7); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -115,8 +115,8 @@ func (d *detector) expr(e ir.Expr) {
 func (d *detector) stmt(s ir.Stmt) {
 	switch x := s.(type) {
 	case *ir.For:
-		d.dom[x.Var] = arith.RangeSet(0, x.Extent)
-		d.a.BindRange(x.Var, 0, x.Extent)
+		d.dom[x.Var] = d.a.LoopSet(x)
+		d.a.BindLoop(x)
 		d.stmt(x.Body)
 		delete(d.dom, x.Var)
 		d.a.Unbind(x.Var)

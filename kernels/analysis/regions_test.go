@@ -37,7 +37,7 @@ func TestBlockAccessRegion(t *testing.T) {
 			ir.Store(C, ir.Mul(ir.Load(B, ra, w), ir.Load(B, rb, w)), v),
 			"B[T.min(r_a, r_b):T.min(r_a, r_b) + (T.max(r_a, r_b) - T.min(r_a, r_b) + 1), w]", "C[v]"},
 		{"inner loop relaxed", nil,
-			&ir.For{Var: j, Extent: 4, Body: ir.Store(C, ir.Load(A, ir.Add(ir.Mul(v, ir.Int(4)), j), w), ir.Add(ir.Mul(v, ir.Int(4)), j))},
+			ir.Loop(j, 4, ir.Store(C, ir.Load(A, ir.Add(ir.Mul(v, ir.Int(4)), j), w), ir.Add(ir.Mul(v, ir.Int(4)), j))),
 			"A[v * 4:v * 4 + 4, w]", "C[v * 4:v * 4 + 4]"},
 		{"order of first access", nil,
 			ir.Store(C, ir.Add(ir.Load(B, w, w), ir.Load(A, v, w)), v),
@@ -75,8 +75,8 @@ func TestBlockAccessRegionNested(t *testing.T) {
 		Writes: []ir.BufferRegion{ir.PointRegion(C, vi)},
 		Body:   ir.Store(C, ir.Load(A, vi), vi)}
 	outer := &ir.Block{Name: "outer", IterVars: []ir.IterVar{{Var: vo, Dom: ir.Dom{Extent: 8}}},
-		Body: &ir.For{Var: i, Extent: 8, Body: &ir.BlockRealize{
-			IterValues: []ir.Expr{ir.Add(ir.Mul(vo, ir.Int(8)), i)}, Block: inner}}}
+		Body: ir.Loop(i, 8, &ir.BlockRealize{
+			IterValues: []ir.Expr{ir.Add(ir.Mul(vo, ir.Int(8)), i)}, Block: inner})}
 	reads, writes := analysis.BlockAccessRegion(outer)
 	if got := regionString(reads); got != "A[vo * 8:vo * 8 + 8]" {
 		t.Errorf("reads = %s", got)

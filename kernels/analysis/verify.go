@@ -108,6 +108,7 @@ type verifier struct {
 	facts      []ir.Expr // integer expressions known to be >= 0 here
 	threads    []*ir.For // thread-bound loops on the path
 	kernel     map[string]int64
+	symExt     map[*ir.Var]ir.Expr // symbolic extents of the loops on the path
 }
 
 func (v *verifier) report(format string, args ...any) {
@@ -347,9 +348,10 @@ func (v *verifier) checkBindingRange(iv ir.IterVar, val ir.Expr, pred ir.Expr, f
 	if !b.Finite() || dom.Contains(b) {
 		return
 	}
-	if pred != nil && !ir.IsTrue(pred) {
-		// Intervals lose the predicate's correlation; enumerate the loops
-		// involved when they are few.
+	if pred != nil && !ir.IsTrue(pred) || v.usesSymbolic(val) {
+		// Intervals lose the predicate's correlation, and that of a loop
+		// of symbolic extent with the loops its extent uses; enumerate
+		// the loops involved when they are few.
 		if lo, hi, ok := v.enumerate(val, pred); ok {
 			if lo > hi || dom.Contains(arith.Bound{Min: lo, Max: hi}) {
 				return
@@ -367,15 +369,50 @@ func (v *verifier) checkBindingRange(iv ir.IterVar, val ir.Expr, pred ir.Expr, f
 // use where pred holds, returning the range of values (lo > hi when pred
 // never holds). It gives up (ok false) beyond 1<<16 points.
 func (v *verifier) enumerate(val, pred ir.Expr) (lo, hi int64, ok bool) {
+	if pred == nil {
+		pred = ir.True()
+	}
 	vars := ir.CollectVars(val)
-	for _, w := range ir.CollectVars(pred) {
-		found := false
-		for _, x := range vars {
-			found = found || x == w
+	add := func(e ir.Expr) {
+		for _, w := range ir.CollectVars(e) {
+			found := false
+			for _, x := range vars {
+				found = found || x == w
+			}
+			if !found {
+				vars = append(vars, w)
+			}
 		}
-		if !found {
-			vars = append(vars, w)
+	}
+	add(pred)
+	// The loops that symbolic extents use, and an order in which each
+	// extent's variables come before its loop.
+	for i := 0; i < len(vars); i++ {
+		if e, ok := v.symExt[vars[i]]; ok {
+			add(e)
 		}
+	}
+	if len(v.symExt) > 0 {
+		ordered := make([]*ir.Var, 0, len(vars))
+		placed := map[*ir.Var]bool{}
+		for len(ordered) < len(vars) {
+			progress := false
+			for _, w := range vars {
+				if placed[w] {
+					continue
+				}
+				if e, ok := v.symExt[w]; ok && ir.UsesVar(e, func(x *ir.Var) bool { return !placed[x] }) {
+					continue
+				}
+				placed[w] = true
+				ordered = append(ordered, w)
+				progress = true
+			}
+			if !progress {
+				return 0, 0, false
+			}
+		}
+		vars = ordered
 	}
 	bounds := make([]arith.Bound, len(vars))
 	total := int64(1)
@@ -409,7 +446,15 @@ func (v *verifier) enumerate(val, pred ir.Expr) (lo, hi int64, ok bool) {
 			lo, hi = min(lo, x), max(hi, x)
 			return true
 		}
-		for x := bounds[k].Min; x <= bounds[k].Max; x++ {
+		top := bounds[k].Max
+		if e, ok := v.symExt[vars[k]]; ok {
+			n, ok := ir.EvalInt(e, env)
+			if !ok {
+				return false
+			}
+			top = min(top, n-1)
+		}
+		for x := bounds[k].Min; x <= top; x++ {
 			env[vars[k]] = x
 			if !rec(k + 1) {
 				return false
@@ -421,6 +466,14 @@ func (v *verifier) enumerate(val, pred ir.Expr) (lo, hi int64, ok bool) {
 		return 0, 0, false
 	}
 	return lo, hi, true
+}
+
+// usesSymbolic reports whether e uses a loop of symbolic extent.
+func (v *verifier) usesSymbolic(e ir.Expr) bool {
+	if len(v.symExt) == 0 {
+		return false
+	}
+	return ir.UsesVar(e, func(x *ir.Var) bool { _, ok := v.symExt[x]; return ok })
 }
 
 // narrow tightens the bound b of e with facts f >= 0: e = f + d gives
@@ -545,8 +598,12 @@ func (v *verifier) loop(f *ir.For) {
 	v.where = fmt.Sprintf("loop %s in %s", name, v.blockWhere)
 	defer func() { v.where = where }()
 	v.define(f.Var, "loop")
-	if f.Extent < 1 {
-		v.report("extent %d", f.Extent)
+	ext, constExt := f.ConstExtent()
+	if constExt && ext < 1 {
+		v.report("extent %d", ext)
+	}
+	if e := f.SymbolicExtent(); e != nil {
+		v.symbolicExtent(f, e)
 	}
 	switch {
 	case f.Kind == ir.ThreadBinding && !ir.IsThreadTag(f.Thread):
@@ -555,19 +612,22 @@ func (v *verifier) loop(f *ir.For) {
 		v.report("%s loop has thread tag %q", f.Kind, f.Thread)
 	}
 	if f.Kind == ir.ThreadBinding && ir.IsThreadTag(f.Thread) {
+		if !constExt {
+			v.report("bound to %s with the non-constant extent %s", f.Thread, ir.ExprString(f.SymbolicExtent()))
+		}
 		for _, o := range v.threads {
-			if o.Thread == f.Thread && o.Extent != f.Extent {
-				v.report("bound to %s with extent %d inside loop %s bound to it with extent %d", f.Thread, f.Extent, o.Var.Name(), o.Extent)
+			if o.Thread == f.Thread && !ir.SameExtent(o, f) {
+				v.report("bound to %s with extent %s inside loop %s bound to it with extent %s", f.Thread, ir.ExprString(f.ExtentExpr()), o.Var.Name(), ir.ExprString(o.ExtentExpr()))
 			}
 		}
 		savedKernel := v.kernel
 		if len(v.threads) == 0 {
 			v.kernel = map[string]int64{}
 		}
-		if e, ok := v.kernel[f.Thread]; ok && e != f.Extent {
-			v.report("bound to %s with extent %d, but the kernel already binds it with extent %d", f.Thread, f.Extent, e)
+		if e, ok := v.kernel[f.Thread]; ok && e != ext {
+			v.report("bound to %s with extent %d, but the kernel already binds it with extent %d", f.Thread, ext, e)
 		} else {
-			v.kernel[f.Thread] = f.Extent
+			v.kernel[f.Thread] = ext
 		}
 		v.threads = append(v.threads, f)
 		defer func() {
@@ -582,7 +642,16 @@ func (v *verifier) loop(f *ir.For) {
 		return
 	}
 	v.scope[f.Var] = true
-	v.a.BindRange(f.Var, 0, max(f.Extent, 1))
+	if constExt {
+		v.a.BindRange(f.Var, 0, max(ext, 1))
+	} else {
+		v.a.BindLoop(f)
+		if v.symExt == nil {
+			v.symExt = map[*ir.Var]ir.Expr{}
+		}
+		v.symExt[f.Var] = f.SymbolicExtent()
+		defer delete(v.symExt, f.Var)
+	}
 	if f.Body == nil {
 		v.report("loop has no body")
 	}
@@ -717,4 +786,21 @@ func exprList(es []ir.Expr) string {
 		parts[i] = ir.ExprString(e)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// symbolicExtent checks a loop extent that is an expression: an integer
+// expression of the loops in scope (never of the loop itself or of a
+// block's iter vars) that is not always negative. (A loop whose extent is
+// negative runs no iteration, as one of extent 0; TVM does not check
+// symbolic extents, and constant bounds of an expression like
+// (i*10 + 1)//8 - i*5//4 + 2 are too loose to demand more.)
+func (v *verifier) symbolicExtent(f *ir.For, e ir.Expr) {
+	if !e.DType().IsInt() {
+		v.report("extent %s has dtype %s", ir.ExprString(e), e.DType())
+		return
+	}
+	v.useVars(e, "extent")
+	if b := v.a.Bound(e); b.Max < 0 {
+		v.report("extent %s is always negative (bound %s)", ir.ExprString(e), b)
+	}
 }

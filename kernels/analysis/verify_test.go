@@ -90,7 +90,7 @@ func imperfectSplit(withPredicate bool) *ir.PrimFunc {
 		r.Predicate = ir.LT(fused, ir.Int(100))
 	}
 	return ir.NewPrimFunc("main", []*ir.Buffer{A, B}, nil,
-		&ir.For{Var: i0, Extent: 4, Body: &ir.For{Var: i1, Extent: 32, Body: r}})
+		ir.Loop(i0, 4, ir.Loop(i1, 32, r)))
 }
 
 func TestVerifyProblems(t *testing.T) {
@@ -121,7 +121,7 @@ func TestVerifyProblems(t *testing.T) {
 		}, "loop i in block", "variable i is defined again"},
 		{"binding outside domain", func(t *testing.T) *ir.PrimFunc {
 			f := dense(t)
-			ir.NewIndex(f).Loops(block(t, f, "T_matmul_NT"))[0].Extent = 256
+			ir.NewIndex(f).Loops(block(t, f, "T_matmul_NT"))[0].SetExtent(256)
 			return f
 		}, `block "T_matmul_NT"`, "iter var v_i (spatial) with domain [0, 128) is bound to i, which ranges over [0, 255]"},
 		{"imperfect split without predicate", func(t *testing.T) *ir.PrimFunc { return imperfectSplit(false) },
@@ -138,7 +138,7 @@ func TestVerifyProblems(t *testing.T) {
 		}, "function main", `root block is named "top"`},
 		{"zero extent", func(t *testing.T) *ir.PrimFunc {
 			f := dense(t)
-			ir.NewIndex(f).Loops(block(t, f, "T_matmul_NT"))[2].Extent = 0
+			ir.NewIndex(f).Loops(block(t, f, "T_matmul_NT"))[2].SetExtent(0)
 			return f
 		}, "loop k", "extent 0"},
 		{"invalid thread tag", func(t *testing.T) *ir.PrimFunc {
@@ -272,5 +272,59 @@ func TestWellFormedErrorMessage(t *testing.T) {
 	err := analysis.VerifyWellFormed(f)
 	if err == nil || !strings.HasPrefix(err.Error(), "kernels: main is ill-formed: function main: root block is named") || !strings.Contains(err.Error(), "(and 1 more)") {
 		t.Errorf("Error() = %v", err)
+	}
+}
+
+// TestVerifySymbolicExtents: a loop of symbolic extent is well-formed when
+// its extent uses outer loops only and keeps the bindings in their
+// domains, which the check sees by enumerating the loops involved (a
+// constant bound of j in range(i + 1) would be [0, 3] for any i).
+func TestVerifySymbolicExtents(t *testing.T) {
+	if err := analysis.VerifyWellFormed(fixtures.Triangular(4, 1)); err != nil {
+		t.Fatalf("the triangular copy: %v", err)
+	}
+	symbolic := func(f *ir.PrimFunc) *ir.For {
+		var j *ir.For
+		ir.WalkStmt(f.Body, func(s ir.Stmt) bool {
+			if l, ok := s.(*ir.For); ok && l.SymbolicExtent() != nil {
+				j = l
+			}
+			return true
+		})
+		return j
+	}
+	tests := []struct {
+		name   string
+		f      func() *ir.PrimFunc
+		reason string
+	}{
+		{"extent past the domain", func() *ir.PrimFunc { return fixtures.Triangular(4, 2) },
+			"iter var vj (spatial) with domain [0, 4) is bound to j, which ranges over [0, 4]"},
+		{"extent uses the loop itself", func() *ir.PrimFunc {
+			f := fixtures.Triangular(4, 1)
+			j := symbolic(f)
+			j.SetExtentExpr(ir.Add(j.Var, ir.Int(1)))
+			return f
+		}, "extent uses j, which is not visible here"},
+		{"extent always negative", func() *ir.PrimFunc {
+			f := fixtures.Triangular(4, 1)
+			j := symbolic(f)
+			j.SetExtentExpr(ir.Sub(ir.Int(-1), j.SymbolicExtent()))
+			return f
+		}, "extent -1 - (i + 1) is always negative"},
+		{"thread-bound loop of symbolic extent", func() *ir.PrimFunc {
+			f := fixtures.Triangular(4, 1)
+			j := symbolic(f)
+			j.Kind, j.Thread = ir.ThreadBinding, "threadIdx.x"
+			return f
+		}, "bound to threadIdx.x with the non-constant extent i + 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := analysis.VerifyWellFormed(tt.f())
+			if err == nil || !strings.Contains(err.Error(), tt.reason) {
+				t.Errorf("got %v, want a problem %q", err, tt.reason)
+			}
+		})
 	}
 }

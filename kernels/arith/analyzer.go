@@ -385,3 +385,33 @@ func foldFloat(op ir.BinOp, x, y float64) (float64, bool) {
 	}
 	return 0, false
 }
+
+// LoopBound returns the constant bound of the variable of loop f: [0, n-1]
+// for a constant extent n; for a symbolic extent (an expression of outer
+// loop vars, which must be bound already) [0, max-1], max being the largest
+// value the extent can take, as TVM's analyzer bounds a var bound to a
+// range of symbolic extent.
+func (a *Analyzer) LoopBound(f *ir.For) Bound {
+	if n, ok := f.ConstExtent(); ok {
+		return RangeBound(0, n)
+	}
+	b := a.Bound(f.SymbolicExtent())
+	if b.Max == PosInf {
+		return Bound{0, PosInf}
+	}
+	return Bound{0, max(b.Max-1, 0)}
+}
+
+// BindLoop records the range of loop f's variable (see LoopBound).
+func (a *Analyzer) BindLoop(f *ir.For) { a.bounds[f.Var] = a.LoopBound(f) }
+
+// LoopSet is the set of values of loop f's variable: [0, n-1] for a
+// constant extent n, [0, extent-1] (symbolic, simplified) otherwise, as
+// TVM's IntSet::FromRange.
+func (a *Analyzer) LoopSet(f *ir.For) IntSet {
+	if n, ok := f.ConstExtent(); ok {
+		return RangeSet(0, n)
+	}
+	e := f.SymbolicExtent()
+	return IntSet{ir.IntImmOf(e.DType(), 0), a.Simplify(ir.Sub(e, ir.IntImmOf(e.DType(), 1)))}
+}

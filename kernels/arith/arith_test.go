@@ -69,6 +69,13 @@ func TestSimplify(t *testing.T) {
 		{"float fold f32", ir.Add(ir.F32(0.1), ir.F32(0.2)), "T.float32(0.30000001192092896)"},
 		{"cast fold", ir.CastTo(ir.Float32, ir.Add(c(1), c(2))), "T.float32(3)"},
 		{"if_then_else fold", ir.IfElse(ir.LT(j, c(16)), ir.F32(1), ir.F32(2)), "T.float32(1)"},
+		// TVM's floordiv(x + c1, 2) - floordiv(x + c2, 2) rule (T2D's
+		// compute-at extent).
+		{"halves", ir.Add(ir.Sub(ir.FloorDiv(ir.Add(x, c(1)), c(2)), ir.FloorDiv(x, c(2))), c(1)), "x % 2 + 1"},
+		{"halves shifted", ir.Sub(ir.FloorDiv(ir.Add(x, c(3)), c(2)), ir.FloorDiv(ir.Add(x, c(2)), c(2))), "x % 2"},
+		{"halves reversed", ir.Sub(ir.FloorDiv(x, c(2)), ir.FloorDiv(ir.Add(x, c(1)), c(2))), "x % 2 * -1"},
+		{"halves scaled", ir.Mul(ir.Sub(ir.FloorDiv(ir.Add(x, c(5)), c(2)), ir.FloorDiv(x, c(2))), c(96)), "x % 2 * 96 + 192"},
+		{"thirds left alone", ir.Sub(ir.FloorDiv(ir.Add(x, c(1)), c(3)), ir.FloorDiv(x, c(3))), "(x + 1) // 3 - x // 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,6 +88,28 @@ func TestSimplify(t *testing.T) {
 				t.Errorf("Simplify(%s) = %s, want %s", ir.ExprString(tt.in), got, tt.want)
 			}
 		})
+	}
+}
+
+// TestLoopBound bounds the variable of a loop of symbolic extent by the
+// largest value of the extent, and relaxes it over [0, extent - 1].
+func TestLoopBound(t *testing.T) {
+	v := newVars()
+	a := NewAnalyzer()
+	a.BindRange(v.i, 0, 4)
+	l := ir.LoopExpr(v.j, ir.Add(ir.Mul(ir.FloorMod(v.i, c(2)), c(96)), c(96)), nil)
+	if got := a.LoopBound(l); got != (Bound{0, 191}) {
+		t.Errorf("LoopBound = %v, want [0, 191]", got)
+	}
+	if got := a.LoopSet(l).String(); got != "[0, i % 2 * 96 + 95]" {
+		t.Errorf("LoopSet = %s", got)
+	}
+	// The set of j + k, k in range(j + 1) relaxed with j: the end of k's
+	// set uses j, relaxed in turn.
+	k := ir.LoopExpr(v.k, ir.Add(v.j, c(1)), nil)
+	dom := map[*ir.Var]IntSet{v.j: RangeSet(0, 8), v.k: a.LoopSet(k)}
+	if got := a.EvalSet(ir.Add(v.j, v.k), dom).String(); got != "[0, 14]" {
+		t.Errorf("EvalSet = %s, want [0, 14]", got)
 	}
 }
 
@@ -102,6 +131,10 @@ func TestBound(t *testing.T) {
 		{ir.Add(x, c(1)), Everything()},
 		{ir.FloorMod(x, c(5)), Bound{0, 4}},
 		{ir.FloorDiv(ir.Sub(i, c(3)), c(2)), Bound{-2, 2}},
+		// A digit of a fused loop with a symbolic inner extent e:
+		// floordiv(floormod(x, e*5), e) lies in [0, 4] when e >= 1.
+		{ir.FloorDiv(ir.FloorMod(x, ir.Mul(ir.Mul(c(256), ir.Add(ir.FloorMod(i, c(2)), c(4))), c(5))), ir.Mul(c(256), ir.Add(ir.FloorMod(i, c(2)), c(4)))), Bound{0, 4}},
+		{ir.FloorDiv(ir.FloorMod(x, ir.Mul(ir.Mul(c(256), ir.Sub(i, c(1))), c(5))), ir.Mul(c(256), ir.Sub(i, c(1)))), Everything()},
 	}
 	for _, tt := range tests {
 		a := NewAnalyzer()

@@ -388,13 +388,77 @@ func (a *Analyzer) modSum(s sum, c int64) sum {
 	return a.atom(ir.FloorMod(a.fromSum(r), ir.IntImmOf(s.t, c)))
 }
 
-func hasFloorMod(ts []term) bool {
+// needsFuse reports whether a sum has a floormod term, or floordiv-by-2
+// terms of opposite signs, which fuseDivMod and fuseHalves may rewrite.
+func needsFuse(ts []term) bool {
+	pos, neg := false, false
 	for _, t := range ts {
-		if m, ok := t.x.(*ir.Binary); ok && m.Op() == ir.OpFloorMod {
-			return true
+		if m, ok := t.x.(*ir.Binary); ok {
+			switch m.Op() {
+			case ir.OpFloorMod:
+				return true
+			case ir.OpFloorDiv:
+				if c, ok := m.B().(*ir.IntImm); ok && c.Value() == 2 {
+					pos, neg = pos || t.k > 0, neg || t.k < 0
+				}
+			}
 		}
 	}
-	return false
+	return pos && neg
+}
+
+// fuseHalves rewrites k*floordiv(x + c1, 2) - k*floordiv(x + c2, 2) into
+// k*(floormod(x, 2)*(c1%2 - c2%2) + (c1//2 - c2//2)): TVM's rewrite
+// simplifier does (the extent of a region that a stride-2 access spreads
+// over a loop: T2D's (rh_0 + 1)//2 - rh_0//2 + 1 is rh_0 % 2 + 1).
+func (a *Analyzer) fuseHalves(s *sum) {
+	half := func(e ir.Expr) (sum, bool) {
+		d, ok := e.(*ir.Binary)
+		if !ok || d.Op() != ir.OpFloorDiv {
+			return sum{}, false
+		}
+		if c, ok := ir.IsConstInt(d.B()); !ok || c != 2 {
+			return sum{}, false
+		}
+		return a.shallowSum(d.A()), true
+	}
+	sameTerms := func(x, y sum) bool {
+		if len(x.terms) != len(y.terms) || len(x.terms) == 0 {
+			return false
+		}
+		for i := range x.terms {
+			if x.terms[i].k != y.terms[i].k || !ir.SameExpr(x.terms[i].x, y.terms[i].x) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i < len(s.terms); i++ {
+		xi, ok := half(s.terms[i].x)
+		if !ok || s.terms[i].k <= 0 {
+			continue
+		}
+		k := s.terms[i].k
+		for j := range s.terms {
+			if j == i || s.terms[j].k != -k {
+				continue
+			}
+			xj, ok := half(s.terms[j].x)
+			if !ok || !sameTerms(xi, xj) {
+				continue
+			}
+			c1, c2 := xi.c, xj.c
+			x := xi
+			x.c = 0
+			hi, lo := max(i, j), min(i, j)
+			s.terms = slices.Delete(s.terms, hi, hi+1)
+			s.terms = slices.Delete(s.terms, lo, lo+1)
+			s.addSum(a.modSum(x, 2), k*(floorMod(c1, 2)-floorMod(c2, 2)))
+			s.c += k * (floorDiv(c1, 2) - floorDiv(c2, 2))
+			i = -1 // start over: the sum changed
+			break
+		}
+	}
 }
 
 // fuseDivMod rewrites floordiv(x, c)*c*k + floormod(x, c)*k into x*k.
@@ -442,11 +506,12 @@ func (a *Analyzer) fromSum(s sum) ir.Expr {
 	// have no floormod to fuse; those are sorted in a stack buffer.
 	var buf [8]term
 	var terms []term
-	if len(s.terms) <= len(buf) && !hasFloorMod(s.terms) {
+	if len(s.terms) <= len(buf) && !needsFuse(s.terms) {
 		n := copy(buf[:], s.terms)
 		terms = buf[:n]
 	} else {
 		s.terms = slices.Clone(s.terms)
+		a.fuseHalves(&s)
 		a.fuseDivMod(&s)
 		terms = s.terms
 	}
@@ -507,6 +572,43 @@ func (a *Analyzer) boundSum(s sum) Bound {
 	return b
 }
 
+// boundDigit bounds floordiv(floormod(v, d*k), d) by [0, k-1] when d is
+// positive and k a positive constant: a digit of a fused loop whose inner
+// extent d is symbolic (Fuse over a loop of extent rh_0 % 2 + 1), which
+// interval arithmetic alone bounds far too loosely.
+func (a *Analyzer) boundDigit(x *ir.Binary) (Bound, bool) {
+	m, ok := x.A().(*ir.Binary)
+	if !ok || m.Op() != ir.OpFloorMod {
+		return Bound{}, false
+	}
+	d := x.B()
+	if _, isConst := d.(*ir.IntImm); isConst {
+		return Bound{}, false
+	}
+	k, ok := sumRatio(a.shallowSum(m.B()), a.shallowSum(d))
+	if !ok || k < 1 || a.boundSimplified(d).Min < 1 {
+		return Bound{}, false
+	}
+	return Bound{0, k - 1}, true
+}
+
+// sumRatio returns k when the canonical sums satisfy m = k*d.
+func sumRatio(m, d sum) (int64, bool) {
+	if len(m.terms) != len(d.terms) || len(d.terms) == 0 || d.terms[0].k == 0 {
+		return 0, false
+	}
+	k := m.terms[0].k / d.terms[0].k
+	if m.c != k*d.c {
+		return 0, false
+	}
+	for i := range d.terms {
+		if m.terms[i].k != k*d.terms[i].k || !ir.SameExpr(m.terms[i].x, d.terms[i].x) {
+			return 0, false
+		}
+	}
+	return k, true
+}
+
 // boundAtom bounds an atom of a canonical sum.
 func (a *Analyzer) boundAtom(e ir.Expr) Bound {
 	switch x := e.(type) {
@@ -524,6 +626,9 @@ func (a *Analyzer) boundAtom(e ir.Expr) Bound {
 		case ir.OpMul:
 			return boundMul(a.boundSimplified(x.A()), a.boundSimplified(x.B()))
 		case ir.OpFloorDiv:
+			if b, ok := a.boundDigit(x); ok {
+				return b
+			}
 			return boundFloorDiv(a.boundSimplified(x.A()), a.boundSimplified(x.B()))
 		case ir.OpFloorMod:
 			return boundFloorMod(a.boundSimplified(x.A()), a.boundSimplified(x.B()))

@@ -3,7 +3,9 @@
 // TVM's arith module, reduced.
 //
 // An Analyzer holds constant ranges of variables (Bind, BindRange, usually
-// the loops around a block) and answers:
+// the loops around a block; BindLoop for a loop, whose extent may be
+// symbolic: its variable is bounded by the largest value of the extent,
+// LoopBound, and relaxed over [0, extent-1], LoopSet) and answers:
 //
 //   - Simplify: constant folding and a canonical form for integer
 //     expressions (sum of coefficient*term plus a constant), with

@@ -143,7 +143,7 @@ func (a *Analyzer) EvalSet(e ir.Expr, dom map[*ir.Var]IntSet) IntSet {
 		}
 		var set IntSet
 		if v, ok := tm.x.(*ir.Var); ok {
-			set = dom[v]
+			set = a.relaxEnds(v, dom[v], dom)
 		} else {
 			set = a.evalAtomSet(tm.x, dom)
 		}
@@ -169,6 +169,25 @@ func (a *Analyzer) EvalSet(e ir.Expr, dom map[*ir.Var]IntSet) IntSet {
 		out.Max = a.fromSum(hi)
 	}
 	return out
+}
+
+// relaxEnds relaxes the ends of a variable's set that use relaxed
+// variables themselves (the set of a loop of symbolic extent, [0, e-1],
+// where e uses an outer loop that is relaxed too), as TVM's EvalSet
+// evaluates a mapped set recursively.
+func (a *Analyzer) relaxEnds(self *ir.Var, set IntSet, dom map[*ir.Var]IntSet) IntSet {
+	inDom := func(v *ir.Var) bool { _, ok := dom[v]; return ok && v != self }
+	if set.Min != nil {
+		if _, c := set.Min.(*ir.IntImm); !c && ir.UsesVar(set.Min, inDom) {
+			set.Min = a.EvalSet(set.Min, dom).Min
+		}
+	}
+	if set.Max != nil {
+		if _, c := set.Max.(*ir.IntImm); !c && ir.UsesVar(set.Max, inDom) {
+			set.Max = a.EvalSet(set.Max, dom).Max
+		}
+	}
+	return set
 }
 
 // evalAtomSet relaxes one non-linear atom.

@@ -175,12 +175,32 @@ func (c *compiler) stmt(s ir.Stmt) (stmtFn, error) {
 	case nil:
 		return func(*frame) {}, nil
 	case *ir.For:
+		// A symbolic extent uses outer loop vars only: compile it before
+		// the loop var is defined, evaluate it on entry to the loop.
+		var extFn intFn
+		if e := x.SymbolicExtent(); e != nil {
+			f, err := c.intExpr(e)
+			if err != nil {
+				return nil, fmt.Errorf("extent of loop %s: %w", x.Var.Name(), err)
+			}
+			extFn = f
+		}
 		slot := c.defineVar(x.Var)
 		body, err := c.stmt(x.Body)
 		if err != nil {
 			return nil, err
 		}
-		ext := x.Extent
+		if extFn != nil {
+			return func(fr *frame) {
+				ext := extFn(fr)
+				for i := int64(0); i < ext; i++ {
+					fr.vars[slot] = i
+					body(fr)
+					tick(fr)
+				}
+			}, nil
+		}
+		ext, _ := x.ConstExtent()
 		return func(fr *frame) {
 			for i := int64(0); i < ext; i++ {
 				fr.vars[slot] = i

@@ -202,7 +202,9 @@ func TestBrokenScheduleIsCaught(t *testing.T) {
 		t.Fatal(err)
 	}
 	loops := ir.NewIndex(sched).Loops(blk)
-	loops[len(loops)-1].Extent -= 4
+	last := loops[len(loops)-1]
+	n, _ := last.ConstExtent()
+	last.SetExtent(n - 4)
 	args := interp.RandomArgs(plain, 5)
 	want := interp.CloneArgs(args)
 	run(t, plain, want)
@@ -226,7 +228,7 @@ func TestRunErrors(t *testing.T) {
 			allocs = []*ir.Buffer{alloc}
 		}
 		return ir.NewPrimFunc("main", []*ir.Buffer{A}, allocs,
-			&ir.For{Var: i, Extent: loop, Body: &ir.BlockRealize{IterValues: []ir.Expr{i}, Block: blk}})
+			ir.Loop(i, loop, &ir.BlockRealize{IterValues: []ir.Expr{i}, Block: blk}))
 	}
 	tmp := ir.NewBuffer("tmp", ir.Float32, []int64{4}, "")
 	tests := []struct {
@@ -401,4 +403,32 @@ func TestCasts(t *testing.T) {
 		want[i] = float32(int32(x)) + float32(int8(int32(x)))*1000 + float32(float64(a)) + float32(i)
 	}
 	check(t, "casts", args[1], want)
+}
+
+// TestSymbolicExtent runs a loop whose extent depends on the loop around
+// it (i + 1): exactly the lower triangle of B is written.
+func TestSymbolicExtent(t *testing.T) {
+	const n = 5
+	f := fixtures.Triangular(n, 1)
+	a := make([]float32, n*n)
+	for i := range a {
+		a[i] = float32(i + 1)
+	}
+	b := make([]float32, n*n*2)
+	run(t, f, [][]float32{a, b})
+	want := make([]float32, n*n*2)
+	for i := range n {
+		for j := 0; j <= i; j++ {
+			want[(i*n+j)*2], want[(i*n+j)*2+1] = a[i*n+j], a[i*n+j]
+		}
+	}
+	check(t, "B", b, want)
+	// An extent that runs past the buffer is caught at run time.
+	p, err := interp.Compile(fixtures.Triangular(n, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background(), [][]float32{a, b}); err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Errorf("extent i + 2 ran without the error for vj = 5: %v", err)
+	}
 }

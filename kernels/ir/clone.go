@@ -113,7 +113,7 @@ func (c *cloner) stmt(s Stmt) Stmt {
 		return nil
 	case *For:
 		f := &take(&c.fors, 1)[0]
-		*f = For{Var: x.Var, Extent: x.Extent, Kind: x.Kind, Thread: x.Thread,
+		*f = For{Var: x.Var, ext: x.ext, extExpr: x.extExpr, Kind: x.Kind, Thread: x.Thread,
 			Annotations: c.annotations(x.Annotations), Body: c.stmt(x.Body)}
 		return f
 	case *BlockRealize:

@@ -25,10 +25,12 @@
 // A PrimFunc has parameter buffers and a body realizing the root block,
 // named "root", which allocates the intermediate buffers. Below it:
 //
-//   - For: a loop over [0, Extent) with a Kind (Serial, Parallel,
+//   - For: a loop over [0, extent) with a Kind (Serial, Parallel,
 //     Vectorized, Unrolled, ThreadBinding), a Thread tag for thread-bound
 //     loops ("blockIdx.x", "vthread.x", "threadIdx.x", ...) and
 //     Annotations. Loops always start at 0; offsets live in bindings.
+//     The extent is a constant or an expression of outer loop vars (see
+//     Loop extents below).
 //   - BlockRealize + Block: the realize binds each of the block's IterVars
 //     to an expression of the enclosing loop vars (IterValues) and may
 //     carry a Predicate (imperfect splits). The Block has a Name (unique in
@@ -95,8 +97,48 @@
 // This gives one block T_matmul_NT under loops i, j, k with iter vars
 // v_i, v_j, v_k bound by T.axis.remap("SSR", ...), reads p0[v_i, v_k] and
 // p1[v_j, v_k], an init storing 0, as create_prim_func does. By hand, build
-// Buffers with NewBuffer, loops with For{Var: NewVar(...)}, blocks with
-// Block and BlockRealize, and wrap them with NewPrimFunc.
+// Buffers with NewBuffer, loops with Loop(NewVar(...), extent, body) or
+// LoopExpr, blocks with Block and BlockRealize, and wrap them with
+// NewPrimFunc.
+//
+// # Loop extents
+//
+// As in TVM, a loop's extent may be symbolic: an integer expression of the
+// variables of enclosing loops (never of the loop's own variable, of a
+// loop inside it or of a block's iter vars). compute-at makes one when the
+// region a consumer needs per iteration depends on an outer loop: TVM's T2D
+// sketch copies its padded input in range(rh_0 % 2 * 96 + 96). Every
+// reader goes through one API on *For, so constant extents cost what they
+// did before:
+//
+//	if n, ok := l.ConstExtent(); ok { ... }  // the constant; no allocation
+//	e := l.ExtentExpr()                      // an expression in both cases
+//	e := l.SymbolicExtent()                  // the expression, nil when constant
+//	l.SetExtent(n); l.SetExtentExpr(e)       // an IntImm e becomes a constant
+//	ir.SameExtent(a, b)                      // equal constants or the same expression
+//
+// A consumer that needs a constant (a launch dimension, a tile sampler)
+// reads ConstExtent and refuses or falls back when there is none; one that
+// needs a range uses arith.Analyzer.LoopBound (the constant bound, from the
+// largest value of the extent) or LoopSet (the symbolic set [0, e-1]).
+// Iter var domains (Dom) stay constant: no primitive dragonx implements
+// makes a symbolic one.
+//
+// What each part does with a symbolic extent: Script prints range(e) or
+// puts e in a T.grid unless e uses a variable of that grid (TVM's
+// printer); Hash and Equal compare the expression (constant extents hash
+// as before); Clone shares it; StmtExprs, RewriteStmt and SubstituteStmt
+// reach it; kernels/interp evaluates it on entry to the loop;
+// analysis.VerifyWellFormed checks that it uses visible loops only and is
+// not always negative, and enumerates the loops involved when it checks
+// bindings against iter var domains. Among the schedule primitives, Split
+// infers a factor ceil(e / product) that may stay symbolic and adds the
+// predicate value < e unless it is provable; Fuse and Reorder refuse, as
+// TVM does, to fuse a loop with one its extent depends on or to put it
+// outside that loop; SamplePerfectTile returns [-1, 1, ...] (TVM's case of
+// a non-constant loop); Bind refuses (TVM binds it and fails later); the
+// bindings under a loop whose extent depends on another loop are left as
+// substituted, not simplified, as TVM's IterMapSimplify leaves them.
 //
 // # Printing
 //

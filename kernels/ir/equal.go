@@ -187,8 +187,12 @@ func (e *equaler) stmt(a, b Stmt) bool {
 		e.push("for %s", x.Var.name)
 		defer e.pop()
 		switch {
-		case x.Extent != y.Extent:
-			return e.fail("extent %d vs %d", x.Extent, y.Extent)
+		case (x.extExpr == nil) != (y.extExpr == nil):
+			return e.fail("extent %s vs %s", ExprString(x.ExtentExpr()), ExprString(y.ExtentExpr()))
+		case x.extExpr == nil && x.ext != y.ext:
+			return e.fail("extent %d vs %d", x.ext, y.ext)
+		case x.extExpr != nil && !e.expr(x.extExpr, y.extExpr):
+			return e.fail("extent %s vs %s", ExprString(x.extExpr), ExprString(y.extExpr))
 		case x.Kind != y.Kind:
 			return e.fail("kind %s vs %s", x.Kind, y.Kind)
 		case x.Thread != y.Thread:

@@ -35,12 +35,12 @@ func Example_split() {
 	// below are substituted in place.
 	i0, i1 := ir.NewVar("i_0", ir.Int32), ir.NewVar("i_1", ir.Int32)
 	ir.SubstituteStmt(i.Body, map[*ir.Var]ir.Expr{i.Var: ir.Add(ir.Mul(i0, ir.Int(8)), i1)})
-	ix.Replace(i, &ir.For{Var: i0, Extent: 4, Body: &ir.For{Var: i1, Extent: 8, Body: i.Body}})
+	ix.Replace(i, ir.Loop(i0, 4, ir.Loop(i1, 8, i.Body)))
 
 	// Simplify the bindings, knowing the loop ranges.
 	a := arith.NewAnalyzer()
 	for _, l := range ix.Loops(blk) {
-		a.BindRange(l.Var, 0, l.Extent)
+		a.BindLoop(l)
 	}
 	r := ix.Realize(blk)
 	for k, v := range r.IterValues {

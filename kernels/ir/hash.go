@@ -74,6 +74,7 @@ const (
 	tagAnnString
 	tagAnnBool
 	tagAnnArray
+	tagSymExtent
 )
 
 // hasher accumulates a 64-bit hash. Defined variables and buffers are kept
@@ -198,7 +199,14 @@ func (h *hasher) stmt(s Stmt) {
 	case *For:
 		h.tag(tagFor)
 		h.defVar(x.Var)
-		h.u64(uint64(x.Extent))
+		// A constant extent hashes as before symbolic extents existed, so
+		// stored hashes stay valid.
+		if x.extExpr != nil {
+			h.tag(tagSymExtent)
+			h.expr(x.extExpr)
+		} else {
+			h.u64(uint64(x.ext))
+		}
 		h.u64(uint64(x.Kind))
 		h.str(x.Thread)
 		h.annotations(x.Annotations)

@@ -222,10 +222,12 @@ func (p *printer) loop(f *For, indent int) {
 	p.push()
 	defer p.pop()
 	if plainSerial(f) {
+		// As TVM's printer: a T.grid runs while the loops are plain serial
+		// and no extent uses a variable of the grid itself.
 		chain := []*For{f}
 		for {
 			next, ok := chain[len(chain)-1].Body.(*For)
-			if !ok || !plainSerial(next) {
+			if !ok || !plainSerial(next) || extentUsesLoops(next, chain) {
 				break
 			}
 			chain = append(chain, next)
@@ -233,9 +235,8 @@ func (p *printer) loop(f *For, indent int) {
 		names := make([]string, len(chain))
 		exts := make([]string, len(chain))
 		for i, l := range chain {
+			exts[i] = p.extentString(l)
 			names[i] = p.varName(l.Var)
-			exts[i] = strconv.FormatInt(l.Extent, 10)
-			p.extents[l.Var] = l.Extent
 		}
 		if len(chain) == 1 {
 			p.line(indent, "for %s in range(%s):", names[0], exts[0])
@@ -245,9 +246,8 @@ func (p *printer) loop(f *For, indent int) {
 		p.body(chain[len(chain)-1].Body, indent+1)
 		return
 	}
+	args := p.extentString(f)
 	name := p.varName(f.Var)
-	p.extents[f.Var] = f.Extent
-	args := strconv.FormatInt(f.Extent, 10)
 	var fn string
 	switch f.Kind {
 	case Serial:
@@ -271,6 +271,31 @@ func (p *printer) loop(f *For, indent int) {
 	}
 	p.line(indent, "for %s in %s(%s):", name, fn, args)
 	p.body(f.Body, indent+1)
+}
+
+// extentString prints a loop's extent and records a constant one (for the
+// T.axis.remap sugar). It must run before the loop var is defined.
+func (p *printer) extentString(f *For) string {
+	if n, ok := f.ConstExtent(); ok {
+		p.extents[f.Var] = n
+		return strconv.FormatInt(n, 10)
+	}
+	return p.exprString(f.extExpr)
+}
+
+// extentUsesLoops reports whether f's extent uses the var of a loop in chain.
+func extentUsesLoops(f *For, chain []*For) bool {
+	if f.extExpr == nil {
+		return false
+	}
+	return UsesVar(f.extExpr, func(v *Var) bool {
+		for _, l := range chain {
+			if l.Var == v {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 func (p *printer) block(r *BlockRealize, b *Block, indent int) {

@@ -71,11 +71,13 @@ func TestScriptForms(t *testing.T) {
 			Else: ir.Store(B, ir.F32(0), v),
 		},
 	}
-	inner := &ir.For{Var: i1, Extent: 32, Kind: ir.Vectorized,
-		Body: &ir.BlockRealize{IterValues: []ir.Expr{fused}, Predicate: ir.LT(fused, ir.Int(100)), Block: blk}}
-	outer := &ir.For{Var: i0, Extent: 4, Kind: ir.Unrolled, Body: inner}
+	inner := ir.Loop(i1, 32, &ir.BlockRealize{IterValues: []ir.Expr{fused}, Predicate: ir.LT(fused, ir.Int(100)), Block: blk})
+	inner.Kind = ir.Vectorized
+	outer := ir.Loop(i0, 4, inner)
+	outer.Kind = ir.Unrolled
 	outer.Annotations.Set("pragma_auto_unroll_max_step", ir.AnnInt(64))
-	p := &ir.For{Var: ir.NewVar("t", ir.Int32), Extent: 2, Kind: ir.ThreadBinding, Thread: "threadIdx.x", Body: outer}
+	p := ir.Loop(ir.NewVar("t", ir.Int32), 2, outer)
+	p.Kind, p.Thread = ir.ThreadBinding, "threadIdx.x"
 	f := ir.NewPrimFunc("main", []*ir.Buffer{A, B, idx}, []*ir.Buffer{sh}, p)
 	golden(t, "script_forms", f.Script())
 }

@@ -31,18 +31,67 @@ func (k ForKind) String() string {
 	return fmt.Sprintf("forkind(%d)", uint8(k))
 }
 
-// For is a loop: Var runs over [0, Extent). Loops always start at 0, as
+// For is a loop: Var runs over [0, extent). Loops always start at 0, as
 // TensorIR's schedule primitives keep them (offsets live in block bindings).
+//
+// The extent is an integer constant or, as TVM allows, an expression of the
+// variables of enclosing loops (compute-at can make one:
+// range(rh_0 % 2 * 96 + 96)). It is read through one API: ConstExtent
+// gives the constant and whether there is one (no allocation, the fast path
+// every constant-only consumer takes), ExtentExpr gives the expression in
+// both cases. It is written with SetExtent (a constant) or SetExtentExpr
+// (folds an integer immediate to a constant), or set at construction by
+// NewFor, Loop or LoopExpr.
 //
 // A loop of kind ThreadBinding has a Thread tag: "blockIdx.x", "vthread.x",
 // "threadIdx.x", ... (see IsThreadTag); the other kinds have none.
 type For struct {
 	Var         *Var
-	Extent      int64
+	ext         int64 // the extent when extExpr is nil
+	extExpr     Expr  // the symbolic extent; nil when constant
 	Kind        ForKind
 	Thread      string
 	Annotations Annotations
 	Body        Stmt
+}
+
+// ConstExtent returns the loop's extent and true when it is a constant,
+// or 0 and false when it is symbolic (an expression of outer loop vars).
+func (f *For) ConstExtent() (int64, bool) { return f.ext, f.extExpr == nil }
+
+// ExtentExpr returns the extent as an expression: an immediate of the loop
+// var's dtype for a constant extent, the symbolic expression otherwise.
+func (f *For) ExtentExpr() Expr {
+	if f.extExpr != nil {
+		return f.extExpr
+	}
+	return IntImmOf(f.Var.t, f.ext)
+}
+
+// SymbolicExtent returns the extent expression of a loop whose extent is
+// not constant, and nil for a constant extent.
+func (f *For) SymbolicExtent() Expr { return f.extExpr }
+
+// SetExtent makes the extent the constant n.
+func (f *For) SetExtent(n int64) { f.ext, f.extExpr = n, nil }
+
+// SetExtentExpr makes the extent e; an integer immediate becomes a
+// constant extent, so ConstExtent sees it.
+func (f *For) SetExtentExpr(e Expr) {
+	if c, ok := e.(*IntImm); ok {
+		f.ext, f.extExpr = c.v, nil
+		return
+	}
+	f.ext, f.extExpr = 0, e
+}
+
+// SameExtent reports whether two loops have the same extent: equal
+// constants, or symbolic extents that are the same expression.
+func SameExtent(a, b *For) bool {
+	if a.extExpr == nil || b.extExpr == nil {
+		return a.extExpr == nil && b.extExpr == nil && a.ext == b.ext
+	}
+	return SameExpr(a.extExpr, b.extExpr)
 }
 
 // IterKind says how a block iterates over an iter var.
@@ -195,7 +244,18 @@ func LoopVarType(extent int64) DType {
 
 // NewFor returns a serial loop over a fresh variable named name.
 func NewFor(name string, extent int64, body Stmt) *For {
-	return &For{Var: NewVar(name, LoopVarType(extent)), Extent: extent, Body: body}
+	return &For{Var: NewVar(name, LoopVarType(extent)), ext: extent, Body: body}
+}
+
+// Loop returns a serial loop of v over the constant extent n.
+func Loop(v *Var, n int64, body Stmt) *For { return &For{Var: v, ext: n, Body: body} }
+
+// LoopExpr returns a serial loop of v over the extent e, constant when e
+// is an integer immediate (see SetExtentExpr).
+func LoopExpr(v *Var, e Expr, body Stmt) *For {
+	f := &For{Var: v, Body: body}
+	f.SetExtentExpr(e)
+	return f
 }
 
 // IsThreadTag reports whether tag is a thread tag TVM's CUDA backend knows:

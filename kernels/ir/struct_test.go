@@ -41,7 +41,7 @@ func TestHashAndEqual(t *testing.T) {
 		mutate func(f *ir.PrimFunc)
 		diff   string
 	}{
-		{"extent", func(f *ir.PrimFunc) { ir.NewIndex(f).Loops(mustBlock(t, f, "T_matmul_NT"))[2].Extent = 64 },
+		{"extent", func(f *ir.PrimFunc) { ir.NewIndex(f).Loops(mustBlock(t, f, "T_matmul_NT"))[2].SetExtent(64) },
 			`for i > for j > for k: extent 64 vs 128`},
 		{"loop kind", func(f *ir.PrimFunc) {
 			l := ir.NewIndex(f).Loops(mustBlock(t, f, "T_matmul_NT"))[0]
@@ -113,7 +113,8 @@ func TestCloneIsIndependent(t *testing.T) {
 	ir.WalkStmt(c.Body, func(s ir.Stmt) bool {
 		switch x := s.(type) {
 		case *ir.For:
-			x.Extent++
+			n, _ := x.ConstExtent()
+			x.SetExtent(n + 1)
 			x.Annotations.Set("pragma_unroll_explicit", ir.AnnInt(1))
 		case *ir.BlockRealize:
 			for i := range x.IterValues {
@@ -140,7 +141,7 @@ func TestIndex(t *testing.T) {
 	conv := mustBlock(t, f, "conv1d_nlc")
 	var names []string
 	for _, l := range ix.Loops(conv) {
-		names = append(names, fmt.Sprintf("%s:%d", l.Var.Name(), l.Extent))
+		names = append(names, fmt.Sprintf("%s:%s", l.Var.Name(), ir.ExprString(l.ExtentExpr())))
 	}
 	want := "n_0_l_0_co_0_fused:4 n_1_l_1_co_1_fused:16 n_2_l_2_co_2_fused:4 rl_0:1 rc_0:16 rl_1:1 rc_1:2 n_3:1 l_3:1 co_3:2 rl_2:3 rc_2:2 n_4:1 l_4:4 co_4:8"
 	if got := strings.Join(names, " "); got != want {
@@ -178,7 +179,7 @@ func TestIndex(t *testing.T) {
 	// PadInput_shared loop from its sequence.
 	wb := mustBlock(t, f, "conv1d_nlc_local")
 	outer := ix.Loops(wb)[3]
-	wrap := &ir.For{Var: ir.NewVar("w", ir.Int32), Extent: 1, Body: outer}
+	wrap := ir.Loop(ir.NewVar("w", ir.Int32), 1, outer)
 	ix.Replace(outer, wrap)
 	if got := ix.Loops(wb); len(got) != 7 || got[3] != wrap || ix.Parent(outer) != wrap {
 		t.Errorf("after Replace, Loops(conv1d_nlc_local) has %d loops", len(got))

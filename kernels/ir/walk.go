@@ -58,9 +58,14 @@ func WalkStmt(s Stmt, fn func(Stmt) bool) {
 // StmtExprs calls fn for each expression held directly by s (not by its
 // child statements), in evaluation order: a BlockRealize's iter values then
 // predicate; a Block's read and write region bounds; a BufferStore's value
-// then indices; an IfThenElse's condition. For has none.
+// then indices; an IfThenElse's condition; a For's extent when it is
+// symbolic (a constant extent is not an expression).
 func StmtExprs(s Stmt, fn func(Expr)) {
 	switch x := s.(type) {
+	case *For:
+		if x.extExpr != nil {
+			fn(x.extExpr)
+		}
 	case *BlockRealize:
 		for _, v := range x.IterValues {
 			fn(v)
@@ -172,6 +177,10 @@ func SubstituteMap(e Expr, m map[*Var]Expr) Expr {
 func RewriteStmt(s Stmt, fn func(Expr) Expr) {
 	WalkStmt(s, func(s Stmt) bool {
 		switch x := s.(type) {
+		case *For:
+			if x.extExpr != nil {
+				x.SetExtentExpr(Rewrite(x.extExpr, fn))
+			}
 		case *BlockRealize:
 			for i, v := range x.IterValues {
 				x.IterValues[i] = Rewrite(v, fn)

@@ -430,7 +430,7 @@ func (s *Schedule) makeCacheStage(prim string, region ir.BufferRegion, orig, cac
 	}
 	var stmt ir.Stmt = &ir.BlockRealize{IterValues: values, Block: block}
 	for k := n - 1; k >= 0; k-- {
-		stmt = &ir.For{Var: loopVars[k], Extent: extents[k], Body: stmt}
+		stmt = ir.Loop(loopVars[k], extents[k], stmt)
 	}
 	return stmt, block, nil
 }

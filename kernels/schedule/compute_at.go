@@ -24,8 +24,7 @@ func relaxPath(la *loopAnalyzer, path []ir.Stmt, start, stop int, scope string, 
 			break
 		}
 		if f, ok := path[j].(*ir.For); ok {
-			dom[f.Var] = arith.RangeSet(0, f.Extent)
-			la.track(f.Var, 0, f.Extent)
+			la.relaxLoop(f)
 		}
 	}
 	rank := storageRank(scope)
@@ -38,10 +37,16 @@ func relaxPath(la *loopAnalyzer, path []ir.Stmt, start, stop int, scope string, 
 			continue
 		}
 		if relaxScope && rank != 0 && f.Kind == ir.ThreadBinding && canRelaxUnderThread(scope, f.Thread) {
-			dom[f.Var] = arith.RangeSet(0, f.Extent)
-			la.track(f.Var, 0, f.Extent)
+			la.relaxLoop(f)
 		} else {
 			la.bindLoop(f)
+		}
+	}
+	// The bound of a loop of symbolic extent depends on the loops around
+	// it, bound only now: bind those again, outermost first.
+	for _, st := range path[:start+1] {
+		if f, ok := st.(*ir.For); ok && f.SymbolicExtent() != nil {
+			la.BindLoop(f)
 		}
 	}
 	return dom
@@ -54,6 +59,11 @@ func relaxPath(la *loopAnalyzer, path []ir.Stmt, start, stop int, scope string, 
 // statements of the loop body: -1 places it as late as possible (just
 // before the first consumer), -2 as early as possible (just after the last
 // producer), a non-negative index exactly there.
+//
+// When the region needed per iteration of l depends on loops outside l
+// (T2D: a stride-2 read under an outer tile rh_0 needs rh_0 % 2 + 1 rows),
+// the new loop gets that symbolic extent, simplified, as TVM's CoverRange
+// gives it.
 //
 // The conditions are TVM's: the scope is a stage pipeline; b is a complete
 // or reduction block, not an output block, in the same scope as l and not
@@ -261,6 +271,7 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 	// The new loops and bindings.
 	var loopVars []*ir.Var
 	var extents []int64
+	var symExtents []ir.Expr // by new loop: the extent when not constant; nil when none is
 	values := make([]ir.Expr, len(blk.IterVars))
 	var pred ir.Expr
 	for i, iv := range blk.IterVars {
@@ -274,19 +285,31 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 		info.simplify(la)
 		var min ir.Expr
 		var extent int64
+		var symExtent ir.Expr
 		if !info.dom.nothing && info.dom.s.Bounded() {
 			// The ends come simplified (EvalSet, Union, solveVarDomain).
 			min = info.dom.s.Min
 			d, ok := la.ConstDiff(la.substUnit(info.dom.s.Max), la.substUnit(min))
-			if !ok {
+			if ok {
+				extent = d + 1
+			} else {
+				// A region that depends on the loops outside l (T2D's
+				// rh_0 % 2 + 1): the loop gets that extent, as TVM's
+				// CoverRange gives it.
 				ext := la.simplify(ir.Add(ir.Sub(info.dom.s.Max, min), ir.IntImmOf(min.DType(), 1)))
-				return s.errorf(prim, "%v cannot be placed under %v: the range of iter var %s needed per iteration has a non-constant extent %s", b, l, iv.Var.Name(), ir.ExprString(ext))
+				if c, isConst := ir.IsConstInt(ext); isConst {
+					extent = c
+				} else {
+					if bd := la.Bound(ext); bd.Max < 1 {
+						return s.errorf(prim, "%v cannot be placed under %v: iter var %s would need %s iterations, never positive", b, l, iv.Var.Name(), ir.ExprString(ext))
+					}
+					symExtent, extent = ext, -1
+				}
 			}
-			extent = d + 1
 		} else {
 			min, extent = ir.IntImmOf(iv.Var.DType(), iv.Dom.Min), iv.Dom.Extent
 		}
-		if extent < 1 {
+		if extent < 1 && symExtent == nil {
 			return s.errorf(prim, "%v cannot be placed under %v: iter var %s would need %d iterations", b, l, iv.Var.Name(), extent)
 		}
 		if !forward && !s.coversDomain(la, lp.outer, loop, iv, min, extent) {
@@ -294,10 +317,24 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 				b, l, iv.Var.Name(), iv.Dom.Min, iv.Dom.Min+iv.Dom.Extent)
 		}
 		if preserveUnitLoops || extent != 1 {
-			v := ir.NewVar("ax"+strconv.Itoa(len(loopVars)), ir.LoopVarType(extent))
+			t := iv.Var.DType()
+			if symExtent == nil {
+				t = ir.LoopVarType(extent)
+			}
+			v := ir.NewVar("ax"+strconv.Itoa(len(loopVars)), t)
 			loopVars = append(loopVars, v)
 			extents = append(extents, extent)
-			la.bindVar(v, extent)
+			if symExtent != nil {
+				if symExtents == nil {
+					symExtents = make([]ir.Expr, len(blk.IterVars))
+				}
+				symExtents[len(loopVars)-1] = symExtent
+			}
+			if symExtent == nil {
+				la.bindVar(v, extent)
+			} else {
+				la.BindLoop(ir.LoopExpr(v, symExtent, nil))
+			}
 			// Not simplified, as in TVM: a unit loop stays in the binding.
 			values[i] = addConst(min, v)
 		} else {
@@ -347,7 +384,11 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 	realize.Predicate = pred
 	var nest ir.Stmt = realize
 	for i := len(loopVars) - 1; i >= 0; i-- {
-		nest = &ir.For{Var: loopVars[i], Extent: extents[i], Body: nest}
+		if symExtents != nil && symExtents[i] != nil {
+			nest = ir.LoopExpr(loopVars[i], symExtents[i], nest)
+		} else {
+			nest = ir.Loop(loopVars[i], extents[i], nest)
+		}
 	}
 	loop.Body = insertAt(loop.Body, pos, nest)
 	return s.done(prim)

@@ -109,6 +109,11 @@ func (s *Schedule) parallelize(prim string, l LoopRV, kind ir.ForKind, thread st
 		}
 	}
 	if kind == ir.ThreadBinding {
+		// TVM binds it and fails later (a launch dimension must be known
+		// when the kernel starts); dragonx refuses it here.
+		if e := loop.SymbolicExtent(); e != nil {
+			return s.errorf(prim, "%v cannot be bound to %s: its extent %s is not a constant", l, thread, ir.ExprString(e))
+		}
 		if err := s.checkKernelExtent(prim, l, loop, lp, thread); err != nil {
 			return err
 		}
@@ -145,13 +150,13 @@ func (s *Schedule) checkKernelExtent(prim string, l LoopRV, loop *ir.For, lp loo
 		} else if f.Kind != ir.ThreadBinding {
 			return true
 		}
-		if o, ok := seen[tag]; ok && o.Extent != f.Extent {
+		if o, ok := seen[tag]; ok && !ir.SameExtent(o, f) {
 			a, b := o, f
 			if b == loop {
 				a, b = b, a
 			}
-			err = s.errorf(prim, "%v (extent %d) cannot be bound to %s: loops %s and %s of the same kernel would bind %s with extents %d and %d",
-				l, loop.Extent, thread, a.Var.Name(), b.Var.Name(), tag, a.Extent, b.Extent)
+			err = s.errorf(prim, "%v (extent %s) cannot be bound to %s: loops %s and %s of the same kernel would bind %s with extents %s and %s",
+				l, ir.ExprString(loop.ExtentExpr()), thread, a.Var.Name(), b.Var.Name(), tag, ir.ExprString(a.ExtentExpr()), ir.ExprString(b.ExtentExpr()))
 			return false
 		}
 		if _, ok := seen[tag]; !ok {

@@ -206,3 +206,11 @@ func wantError(t testing.TB, err error, prim string, fragments ...string) {
 		}
 	}
 }
+
+// constExtent returns a loop's constant extent, -1 for a symbolic one.
+func constExtent(l *ir.For) int64 {
+	if n, ok := l.ConstExtent(); ok {
+		return n
+	}
+	return -1
+}

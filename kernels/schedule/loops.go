@@ -50,12 +50,16 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 			prod *= f
 		}
 	}
+	if loop.SymbolicExtent() != nil {
+		return s.splitSymbolic(l, loop, lp, factors, infer, prod, preserveUnitIters, disablePredication)
+	}
+	loopExtent, _ := loop.ConstExtent()
 	fs := append([]int64(nil), factors...)
 	if infer >= 0 {
-		fs[infer] = (loop.Extent + prod - 1) / prod
+		fs[infer] = (loopExtent + prod - 1) / prod
 		prod *= fs[infer]
-	} else if prod < loop.Extent {
-		return nil, s.errorf(prim, "the product of the factors %v is %d, smaller than the extent %d of %v", factors, prod, loop.Extent, l)
+	} else if prod < loopExtent {
+		return nil, s.errorf(prim, "the product of the factors %v is %d, smaller than the extent %d of %v", factors, prod, loopExtent, l)
 	}
 
 	// Step 1. New loop variables and the value that replaces the old one:
@@ -93,8 +97,8 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 	// under the loop: value < extent, unsimplified, after the predicate
 	// the block had, as TVM appends it. (With constant extents, the
 	// predicate holds everywhere exactly when the split is perfect.)
-	if !disablePredication && prod != loop.Extent {
-		pred := ir.LT(value, ir.IntImmOf(loop.Var.DType(), loop.Extent))
+	if !disablePredication && prod != loopExtent {
+		pred := ir.LT(value, ir.IntImmOf(loop.Var.DType(), loopExtent))
 		for _, r := range childRealizes(body) {
 			r.Predicate = andPred(r.Predicate, pred)
 		}
@@ -104,12 +108,76 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 	newLoops := make([]*ir.For, len(fs))
 	inner := body
 	for i := len(fs) - 1; i >= 0; i-- {
-		newLoops[i] = &ir.For{Var: vars[i], Extent: fs[i], Body: inner}
+		newLoops[i] = ir.Loop(vars[i], fs[i], inner)
 		inner = newLoops[i]
 	}
 	replaceIn(parentOf(lp.path, loop), loop, newLoops[0])
 	s.simplifyBindings(newLoops[0], lp.outer, marks, preserveUnitIters)
 
+	out := make([]LoopRV, len(newLoops))
+	for i, nl := range newLoops {
+		out[i] = s.newLoopRV(nl)
+	}
+	return out, s.done(prim)
+}
+
+// splitSymbolic is Split of a loop whose extent is symbolic, as TVM does
+// it: an inferred factor is ceil(extent / product), simplified (it may stay
+// symbolic); without one, the product must provably cover the extent; the
+// blocks get the predicate value < extent unless it is provable. The
+// bindings are not simplified (TVM's IterMapSimplify gives up on a loop
+// whose extent depends on another loop).
+func (s *Schedule) splitSymbolic(l LoopRV, loop *ir.For, lp loopPath, factors []int64, infer int, prod int64, preserveUnitIters, disablePredication bool) ([]LoopRV, error) {
+	const prim = "Split"
+	t := loop.Var.DType()
+	ext := loop.SymbolicExtent()
+	la := s.analyzer()
+	defer s.release(la)
+	for _, o := range lp.outer {
+		la.trackLoop(o)
+	}
+	fx := make([]ir.Expr, len(factors))
+	for i, f := range factors {
+		fx[i] = ir.IntImmOf(t, f)
+	}
+	if infer >= 0 {
+		p := ir.IntImmOf(t, prod)
+		fx[infer] = la.Simplify(ir.FloorDiv(ir.Sub(ir.Add(ext, p), ir.IntImmOf(t, 1)), p))
+	} else if !la.CanProve(ir.GE(ir.IntImmOf(t, prod), ext)) {
+		return nil, s.errorf(prim, "the product of the factors %v is %d, which cannot be shown to cover the extent %s of %v", factors, prod, ir.ExprString(ext), l)
+	}
+	vars := make([]*ir.Var, len(fx))
+	newLoops := make([]*ir.For, len(fx))
+	var value ir.Expr
+	for i := range fx {
+		vars[i] = ir.NewVar(loop.Var.Name()+"_"+strconv.Itoa(i), t)
+		if value == nil {
+			value = vars[i]
+		} else {
+			value = ir.Add(ir.Mul(value, fx[i]), vars[i])
+		}
+		newLoops[i] = ir.LoopExpr(vars[i], fx[i], nil)
+	}
+	body := loop.Body
+	marks := markBindings(body, []*ir.Var{loop.Var})
+	substituteLoopVars(body, map[*ir.Var]ir.Expr{loop.Var: value}, marks)
+	if !disablePredication {
+		for _, nl := range newLoops {
+			la.trackLoop(nl)
+		}
+		if pred := ir.LT(value, ext); !la.CanProve(pred) {
+			for _, r := range childRealizes(body) {
+				r.Predicate = andPred(r.Predicate, pred)
+			}
+		}
+	}
+	inner := body
+	for i := len(newLoops) - 1; i >= 0; i-- {
+		newLoops[i].Body = inner
+		inner = newLoops[i]
+	}
+	replaceIn(parentOf(lp.path, loop), loop, newLoops[0])
+	s.simplifyBindings(newLoops[0], lp.outer, marks, preserveUnitIters)
 	out := make([]LoopRV, len(newLoops))
 	for i, nl := range newLoops {
 		out[i] = s.newLoopRV(nl)
@@ -203,39 +271,60 @@ func (s *Schedule) Fuse(ls []LoopRV, preserveUnitIters bool) (LoopRV, error) {
 	var name strings.Builder
 	name.WriteString(loops[0].Var.Name())
 	extent := int64(1)
+	symbolic := false
 	for i, l := range loops {
 		if i > 0 {
 			name.WriteString("_" + l.Var.Name())
 		}
-		if extent > (1<<62)/l.Extent {
+		n, ok := l.ConstExtent()
+		if !ok {
+			// As TVM: an extent may not depend on a loop being fused.
+			for _, o := range loops[:i] {
+				if ir.UsesVar(l.SymbolicExtent(), func(v *ir.Var) bool { return v == o.Var }) {
+					return LoopRV{}, s.errorf(prim, "%v cannot be fused: its extent %s depends on the loop %s, fused with it", ls[i], ir.ExprString(l.SymbolicExtent()), o.Var.Name())
+				}
+			}
+			symbolic = true
+			continue
+		}
+		if extent > (1<<62)/n {
 			return LoopRV{}, s.errorf(prim, "the fused extent overflows")
 		}
-		extent *= l.Extent
+		extent *= n
 	}
 	name.WriteString("_fused")
-	fv := ir.NewVar(name.String(), ir.LoopVarType(extent))
-	t := fv.DType()
-	sub := make(map[*ir.Var]ir.Expr, len(loops))
-	lower := int64(1)
-	for i := len(loops) - 1; i >= 0; i-- {
-		l := loops[i]
-		var v ir.Expr
-		// TVM's floordiv(floormod(f, lower*extent), lower), without the
-		// parts that are identities (they simplify away anyway).
-		switch {
-		case l.Extent == 1:
-			v = ir.IntImmOf(l.Var.DType(), 0)
-		case i == 0 && lower == 1:
-			v = fv
-		case i == 0:
-			v = ir.FloorDiv(fv, ir.IntImmOf(t, lower))
-		case lower == 1:
-			v = ir.FloorMod(fv, ir.IntImmOf(t, l.Extent))
-		default:
-			v = ir.FloorDiv(ir.FloorMod(fv, ir.IntImmOf(t, lower*l.Extent)), ir.IntImmOf(t, lower))
+	var sub map[*ir.Var]ir.Expr
+	var fv *ir.Var
+	var symExtent ir.Expr
+	if symbolic {
+		fv = ir.NewVar(name.String(), loops[0].Var.DType())
+		sub, symExtent = s.fuseSymbolic(fv, loops, lp.outer)
+	} else {
+		fv = ir.NewVar(name.String(), ir.LoopVarType(extent))
+		t := fv.DType()
+		sub = make(map[*ir.Var]ir.Expr, len(loops))
+		lower := int64(1)
+		for i := len(loops) - 1; i >= 0; i-- {
+			l := loops[i]
+			n, _ := l.ConstExtent()
+			var v ir.Expr
+			// TVM's floordiv(floormod(f, lower*extent), lower), without the
+			// parts that are identities (they simplify away anyway).
+			switch {
+			case n == 1:
+				v = ir.IntImmOf(l.Var.DType(), 0)
+			case i == 0 && lower == 1:
+				v = fv
+			case i == 0:
+				v = ir.FloorDiv(fv, ir.IntImmOf(t, lower))
+			case lower == 1:
+				v = ir.FloorMod(fv, ir.IntImmOf(t, n))
+			default:
+				v = ir.FloorDiv(ir.FloorMod(fv, ir.IntImmOf(t, lower*n)), ir.IntImmOf(t, lower))
+			}
+			sub[l.Var] = ir.CastTo(l.Var.DType(), v)
+			lower *= n
 		}
-		sub[l.Var] = ir.CastTo(l.Var.DType(), v)
-		lower *= l.Extent
 	}
 	body := loops[len(loops)-1].Body
 	old := make([]*ir.Var, len(loops))
@@ -244,10 +333,69 @@ func (s *Schedule) Fuse(ls []LoopRV, preserveUnitIters bool) (LoopRV, error) {
 	}
 	marks := markBindings(body, old)
 	substituteLoopVars(body, sub, marks)
-	fused := &ir.For{Var: fv, Extent: extent, Body: body}
+	fused := ir.Loop(fv, extent, body)
+	if symExtent != nil {
+		fused.SetExtentExpr(symExtent)
+	}
 	replaceIn(parentOf(lp.path, loops[0]), loops[0], fused)
 	s.simplifyBindings(fused, lp.outer, marks, preserveUnitIters)
 	return s.newLoopRV(fused), s.done(prim)
+}
+
+// fuseSymbolic is Fuse's substitution and extent when some extent is
+// symbolic, built as TVM builds them: floordiv(floormod(f, lower*extent),
+// lower) with lower the product of the inner extents, folded only where one
+// operand is the constant 1 (TVM's operators fold no more), and the extent
+// the simplified product of the extents.
+func (s *Schedule) fuseSymbolic(fv *ir.Var, loops []*ir.For, outer []*ir.For) (map[*ir.Var]ir.Expr, ir.Expr) {
+	t := fv.DType()
+	one := ir.IntImmOf(t, 1)
+	mul := func(a, b ir.Expr) ir.Expr {
+		ca, aok := ir.IsConstInt(a)
+		cb, bok := ir.IsConstInt(b)
+		switch {
+		case aok && bok:
+			return ir.IntImmOf(t, ca*cb)
+		case aok && ca == 1:
+			return b
+		case bok && cb == 1:
+			return a
+		}
+		return ir.Mul(a, b)
+	}
+	floorDiv := func(a, b ir.Expr) ir.Expr {
+		if c, ok := ir.IsConstInt(b); ok && c == 1 {
+			return a
+		}
+		return ir.FloorDiv(a, b)
+	}
+	sub := make(map[*ir.Var]ir.Expr, len(loops))
+	var lower ir.Expr = one
+	for i := len(loops) - 1; i >= 0; i-- {
+		l := loops[i]
+		ext := l.ExtentExpr()
+		var v ir.Expr
+		switch n, ok := l.ConstExtent(); {
+		case ok && n == 1:
+			v = ir.IntImmOf(l.Var.DType(), 0)
+		case i == 0:
+			v = floorDiv(fv, lower)
+		default:
+			v = floorDiv(ir.FloorMod(fv, mul(lower, ext)), lower)
+		}
+		sub[l.Var] = ir.CastTo(l.Var.DType(), v)
+		lower = mul(lower, ext)
+	}
+	var prod ir.Expr = one
+	for _, l := range loops {
+		prod = ir.Mul(prod, l.ExtentExpr())
+	}
+	la := s.analyzer()
+	defer s.release(la)
+	for _, o := range outer {
+		la.trackLoop(o)
+	}
+	return sub, la.Simplify(prod)
 }
 
 // Reorder reorders loops that lie on one chain of nested loops (each the
@@ -331,6 +479,19 @@ func (s *Schedule) Reorder(ls []LoopRV) error {
 			next++
 		} else {
 			order[i] = f
+		}
+	}
+	// As TVM: no loop's extent may use a loop that the new order puts
+	// inside it.
+	for i, f := range order {
+		e := f.SymbolicExtent()
+		if e == nil {
+			continue
+		}
+		for _, in := range order[i:] {
+			if ir.UsesVar(e, func(v *ir.Var) bool { return v == in.Var }) {
+				return s.errorf(prim, "the new order puts loop %s, whose extent %s depends on loop %s, outside that loop", f.Var.Name(), ir.ExprString(e), in.Var.Name())
+			}
 		}
 	}
 	tail := bottom.Body

@@ -129,7 +129,7 @@ func TestSplit(t *testing.T) {
 		{name: "perfect", f: dense, prim: "Split", op: split(2, 4),
 			check: func(t *testing.T, s *schedule.Schedule) {
 				ls := getLoops(t, s, getBlock(t, s, "T_matmul_NT"))
-				if got := []int64{loopOf(t, s, ls[0]).Extent, loopOf(t, s, ls[1]).Extent}; !slices.Equal(got, []int64{2, 4}) {
+				if got := []int64{constExtent(loopOf(t, s, ls[0])), constExtent(loopOf(t, s, ls[1]))}; !slices.Equal(got, []int64{2, 4}) {
 					t.Errorf("extents %v", got)
 				}
 				if !strings.Contains(s.Func().Script(), "i_0 * 4 + i_1") {
@@ -138,7 +138,7 @@ func TestSplit(t *testing.T) {
 			}},
 		{name: "three factors with None", f: dense, prim: "Split", op: split(schedule.Infer, 2, 2),
 			check: func(t *testing.T, s *schedule.Schedule) {
-				if got := loopOf(t, s, getLoops(t, s, getBlock(t, s, "T_matmul_NT"))[0]).Extent; got != 2 {
+				if got := constExtent(loopOf(t, s, getLoops(t, s, getBlock(t, s, "T_matmul_NT"))[0])); got != 2 {
 					t.Errorf("inferred factor %d, want 2", got)
 				}
 			}},
@@ -192,8 +192,8 @@ func TestFuse(t *testing.T) {
 			op: func(t *testing.T, s *schedule.Schedule) error {
 				ls := loops(t, s)
 				f, err := s.Fuse(ls[:2], true)
-				if err == nil && (loopOf(t, s, f).Extent != 96 || loopOf(t, s, f).Var.Name() != "i_j_fused") {
-					t.Errorf("fused loop %s of extent %d", loopOf(t, s, f).Var.Name(), loopOf(t, s, f).Extent)
+				if err == nil && (constExtent(loopOf(t, s, f)) != 96 || loopOf(t, s, f).Var.Name() != "i_j_fused") {
+					t.Errorf("fused loop %s of extent %d", loopOf(t, s, f).Var.Name(), constExtent(loopOf(t, s, f)))
 				}
 				return err
 			}},

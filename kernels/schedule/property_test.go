@@ -116,7 +116,7 @@ func (z *fuzzer) step() (string, error) {
 		}
 		ext := int64(1)
 		if x, err := s.GetLoopOf(l); err == nil {
-			ext = x.Extent
+			ext = constExtent(x)
 		}
 		n := 2 + r.IntN(2)
 		factors := make([]int64, n)

@@ -103,7 +103,7 @@ func (s *Schedule) DecomposeReduction(b BlockRV, l LoopRV) (BlockRV, error) {
 	// predicate mentioning it is not dropped with it.
 	pred := r.Predicate
 	for _, ll := range bp.loops[pos:] {
-		if ll.Extent == 1 && discarded[ll.Var] && pred != nil {
+		if n, ok := ll.ConstExtent(); ok && n == 1 && discarded[ll.Var] && pred != nil {
 			pred = ir.SubstituteMap(pred, map[*ir.Var]ir.Expr{ll.Var: ir.IntImmOf(ll.Var.DType(), 0)})
 		}
 	}
@@ -120,7 +120,9 @@ func (s *Schedule) DecomposeReduction(b BlockRV, l LoopRV) (BlockRV, error) {
 		// TVM v0.20 rebuilds each loop from its var, extent, kind and
 		// thread binding: the loop's annotations stay on the update's
 		// loop only.
-		nest = &ir.For{Var: nv, Extent: old.Extent, Kind: old.Kind, Thread: old.Thread, Body: nest}
+		nl := ir.LoopExpr(nv, old.ExtentExpr(), nest)
+		nl.Kind, nl.Thread = old.Kind, old.Thread
+		nest = nl
 	}
 	ir.SubstituteStmt(nest, loopMap)
 
@@ -223,7 +225,9 @@ func (s *Schedule) repeatingLoop(r *ir.BlockRealize, inner, outer []*ir.For) *ir
 	}
 	if sums {
 		for _, l := range inner {
-			if l.Extent == 1 {
+			// A symbolic extent is checked at its largest value.
+			ext := a.LoopBound(l).Max + 1
+			if ext == 1 {
 				continue
 			}
 			ds := digits[l.Var]
@@ -235,7 +239,7 @@ func (s *Schedule) repeatingLoop(r *ir.BlockRealize, inner, outer []*ir.For) *ir
 				}
 				cur = max(cur, d.hi)
 			}
-			if cur < l.Extent {
+			if cur < ext {
 				return l
 			}
 		}
@@ -250,8 +254,17 @@ func (s *Schedule) repeatingLoop(r *ir.BlockRealize, inner, outer []*ir.For) *ir
 func enumerateRepeats(r *ir.BlockRealize, inner, outer []*ir.For) *ir.For {
 	n := int64(1)
 	for _, l := range inner {
-		n *= l.Extent
+		ext, ok := l.ConstExtent()
+		if !ok {
+			return nil // symbolic extents: not enumerated
+		}
+		n *= ext
 		if n > 4096 {
+			return nil
+		}
+	}
+	for _, l := range outer {
+		if _, ok := l.ConstExtent(); !ok {
 			return nil
 		}
 	}
@@ -263,7 +276,8 @@ func enumerateRepeats(r *ir.BlockRealize, inner, outer []*ir.For) *ir.For {
 		for _, l := range outer {
 			env[l.Var] = 0
 			if last {
-				env[l.Var] = l.Extent - 1
+				ext, _ := l.ConstExtent()
+				env[l.Var] = ext - 1
 			}
 		}
 		seen := map[string]bool{}
@@ -271,8 +285,9 @@ func enumerateRepeats(r *ir.BlockRealize, inner, outer []*ir.For) *ir.For {
 		for p := int64(0); p < n; p++ {
 			rest := p
 			for k := len(inner) - 1; k >= 0; k-- {
-				idx[k] = rest % inner[k].Extent
-				rest /= inner[k].Extent
+				ext, _ := inner[k].ConstExtent()
+				idx[k] = rest % ext
+				rest /= ext
 				env[inner[k].Var] = idx[k]
 			}
 			if r.Predicate != nil {

@@ -58,6 +58,14 @@ func (s *Schedule) RFactor(l LoopRV, factorAxis int64) (BlockRV, error) {
 	if loop.Kind != ir.Serial {
 		return BlockRV{}, s.errorf(prim, "%v is %s, but rfactor needs a serial loop", l, loop.Kind)
 	}
+	// The rfactor buffer's shape and the new iter vars' domains are the
+	// loops' extents, which must be constants here (iter var domains are).
+	for _, lp := range bp.loops {
+		if e := lp.SymbolicExtent(); e != nil {
+			return BlockRV{}, s.errorf(prim, "loop %s around %q has the non-constant extent %s; rfactor needs constant extents", lp.Var.Name(), blk.Name, ir.ExprString(e))
+		}
+	}
+	extent := func(lp *ir.For) int64 { n, _ := lp.ConstExtent(); return n }
 
 	// Step 2. Loops touched by data-parallel and by reduction iter vars.
 	dataPar, reduce := map[*ir.Var]bool{}, map[*ir.Var]bool{}
@@ -95,8 +103,8 @@ func (s *Schedule) RFactor(l LoopRV, factorAxis int64) (BlockRV, error) {
 				metReduction = true
 			}
 		default:
-			if metReduction && lp.Extent != 1 {
-				return BlockRV{}, s.errorf(prim, "loop %s of extent %d is used by no iter var of %q and sits under a reduction loop", lp.Var.Name(), lp.Extent, blk.Name)
+			if metReduction && extent(lp) != 1 {
+				return BlockRV{}, s.errorf(prim, "loop %s of extent %d is used by no iter var of %q and sits under a reduction loop", lp.Var.Name(), extent(lp), blk.Name)
 			}
 		}
 	}
@@ -125,7 +133,7 @@ func (s *Schedule) RFactor(l LoopRV, factorAxis int64) (BlockRV, error) {
 
 	// The rfactor buffer.
 	buf := red.update.Buffer
-	shape := slices.Insert(slices.Clone(buf.Shape()), int(factorAxis), loop.Extent)
+	shape := slices.Insert(slices.Clone(buf.Shape()), int(factorAxis), extent(loop))
 	rfBuf := ir.NewBuffer(buf.Name()+"_rf", buf.DType(), shape, buf.Scope())
 
 	// Step 4. The rfactor block: the iter var of the loop (spatial), the
@@ -139,7 +147,7 @@ func (s *Schedule) RFactor(l LoopRV, factorAxis int64) (BlockRV, error) {
 	rfIter := ir.NewVar("v"+loop.Var.Name(), loop.Var.DType())
 	rf := &ir.Block{
 		Name:        uniqueBlockName(s.f, blk.Name+"_rf"),
-		IterVars:    []ir.IterVar{{Var: rfIter, Dom: ir.Dom{Extent: loop.Extent}, Kind: ir.Spatial}},
+		IterVars:    []ir.IterVar{{Var: rfIter, Dom: ir.Dom{Extent: extent(loop)}, Kind: ir.Spatial}},
 		Annotations: blk.Annotations.Clone(),
 	}
 	rfValues := []ir.Expr{loop.Var}
@@ -166,7 +174,7 @@ func (s *Schedule) RFactor(l LoopRV, factorAxis int64) (BlockRV, error) {
 			}
 			nv := ir.NewVar("v"+v.Name(), v.DType())
 			blockVarOf[v] = nv
-			rf.IterVars = append(rf.IterVars, ir.IterVar{Var: nv, Dom: ir.Dom{Extent: lp.Extent}, Kind: ir.Reduce})
+			rf.IterVars = append(rf.IterVars, ir.IterVar{Var: nv, Dom: ir.Dom{Extent: extent(lp)}, Kind: ir.Reduce})
 			rfValues = append(rfValues, v)
 			hasReduce = true
 			return true
@@ -204,15 +212,16 @@ func (s *Schedule) RFactor(l LoopRV, factorAxis int64) (BlockRV, error) {
 	var rfNest ir.Stmt = rfRealize
 	for i := len(loops) - 1; i >= 0; i-- {
 		lp := loops[i]
-		rfNest = &ir.For{Var: newLoopVar[lp.Var].(*ir.Var), Extent: lp.Extent, Kind: lp.Kind, Thread: lp.Thread,
-			Annotations: lp.Annotations.Clone(), Body: rfNest}
+		nl := ir.Loop(newLoopVar[lp.Var].(*ir.Var), extent(lp), rfNest)
+		nl.Kind, nl.Thread, nl.Annotations = lp.Kind, lp.Thread, lp.Annotations.Clone()
+		rfNest = nl
 	}
 
 	// Step 5. The write-back block, made of the block itself (so that its
 	// RV names it): a reduction iter var over the loop, copies of the
 	// data-parallel iter vars.
 	wbIter := ir.NewVar("v"+loop.Var.Name(), loop.Var.DType())
-	wbVars := []ir.IterVar{{Var: wbIter, Dom: ir.Dom{Extent: loop.Extent}, Kind: ir.Reduce}}
+	wbVars := []ir.IterVar{{Var: wbIter, Dom: ir.Dom{Extent: extent(loop)}, Kind: ir.Reduce}}
 	wbValues := []ir.Expr{loop.Var}
 	wbMap := map[*ir.Var]ir.Expr{rfIter: wbIter}
 	for i, iv := range blk.IterVars {

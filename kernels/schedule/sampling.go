@@ -40,13 +40,23 @@ func (s *Schedule) SamplePerfectTile(l LoopRV, n, maxInnermost int64, decision [
 		return nil, nil, s.errorf(prim, "max_innermost_factor %d is not positive (or -1)", maxInnermost)
 	}
 	var tiles []int64
-	if decision != nil {
-		if err := checkPerfectTile(loop.Extent, n, decision); err != nil {
+	extent, constExt := loop.ConstExtent()
+	switch {
+	case !constExt:
+		// TVM's case for a loop of non-constant extent: [-1, 1, ..., 1],
+		// whatever the decision.
+		tiles = make([]int64, n)
+		for i := range tiles {
+			tiles[i] = 1
+		}
+		tiles[0] = -1
+	case decision != nil:
+		if err := checkPerfectTile(extent, n, decision); err != nil {
 			return nil, nil, &DecisionError{Primitive: prim, Msg: fmt.Sprintf("%v for %v", err, s.Name(l))}
 		}
 		tiles = slices.Clone(decision)
-	} else {
-		tiles = samplePerfectTile(&s.rng, loop.Extent, int(n), maxInnermost)
+	default:
+		tiles = samplePerfectTile(&s.rng, extent, int(n), maxInnermost)
 	}
 	out := make([]ExprRV, len(tiles))
 	for i, t := range tiles {
@@ -323,7 +333,7 @@ func (s *Schedule) computeLocations(prim string, b BlockRV) ([]LoopRV, []int64, 
 	visitedReduce := false
 	for i := 0; i <= lcaPos; i++ {
 		l := cp.loops[i]
-		if l.Extent == 1 {
+		if n, ok := l.ConstExtent(); ok && n == 1 {
 			continue
 		}
 		if types[i] == ir.Spatial {

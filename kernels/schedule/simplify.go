@@ -113,34 +113,45 @@ func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks bindingM
 	var unit map[*ir.Var]ir.Expr
 	iters := make([]arith.LoopIter, 0, len(outer)+8)
 	bind := func(l *ir.For) {
-		iters = append(iters, arith.LoopIter{Var: l.Var, Extent: l.Extent})
-		la.track(l.Var, 0, l.Extent)
-		if !preserveUnit && l.Extent == 1 {
+		n, ok := l.ConstExtent()
+		// A symbolic extent (n = 0 here) is never read: bindings under
+		// such a loop are left as they are (below).
+		iters = append(iters, arith.LoopIter{Var: l.Var, Extent: n})
+		la.trackLoop(l)
+		if !preserveUnit && ok && n == 1 {
 			if unit == nil {
 				unit = map[*ir.Var]ir.Expr{}
 			}
 			unit[l.Var] = ir.IntImmOf(l.Var.DType(), 0)
 		}
 	}
+	// TVM's IterMapSimplify leaves every binding as it is when a loop
+	// around the block has an extent that depends on another loop (its
+	// IterRangeSanityCheck fails): so do we.
+	symOuter := false
 	for _, l := range outer {
 		bind(l)
+		symOuter = symOuter || l.SymbolicExtent() != nil
 	}
-	var walk func(x ir.Stmt)
-	walk = func(x ir.Stmt) {
+	var walk func(x ir.Stmt, sym bool)
+	walk = func(x ir.Stmt, sym bool) {
 		switch x := x.(type) {
 		case *ir.For:
 			n := len(iters)
 			bind(x)
-			walk(x.Body)
+			walk(x.Body, sym || x.SymbolicExtent() != nil)
 			iters = iters[:n]
 		case *ir.SeqStmt:
 			for _, c := range x.Stmts {
-				walk(c)
+				walk(c, sym)
 			}
 		case *ir.IfThenElse:
-			walk(x.Then)
-			walk(x.Else)
+			walk(x.Then, sym)
+			walk(x.Else, sym)
 		case *ir.BlockRealize:
+			if sym {
+				return
+			}
 			m := marks.of(x)
 			if m == nil {
 				return
@@ -162,7 +173,7 @@ func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks bindingM
 			}
 		}
 	}
-	walk(s)
+	walk(s, symOuter)
 }
 
 // loopAnalyzer returns an analyzer that knows the ranges of loops, and the
@@ -216,7 +227,34 @@ func (la *loopAnalyzer) bindLoops(loops ...[]*ir.For) {
 	}
 }
 
-func (la *loopAnalyzer) bindLoop(l *ir.For) { la.bindVar(l.Var, l.Extent) }
+// bindLoop binds l's variable to its range (a unit loop to 0).
+func (la *loopAnalyzer) bindLoop(l *ir.For) {
+	if n, ok := l.ConstExtent(); ok {
+		la.bindVar(l.Var, n)
+		return
+	}
+	la.BindLoop(l)
+}
+
+// trackLoop binds l's variable to its range, a unit loop included.
+func (la *loopAnalyzer) trackLoop(l *ir.For) {
+	if n, ok := l.ConstExtent(); ok {
+		la.track(l.Var, 0, n)
+		return
+	}
+	la.BindLoop(l)
+}
+
+// relaxLoop relaxes l's variable over its range (in la.dom) and binds it.
+func (la *loopAnalyzer) relaxLoop(l *ir.For) {
+	if n, ok := l.ConstExtent(); ok {
+		la.dom[l.Var] = arith.RangeSet(0, n)
+		la.track(l.Var, 0, n)
+		return
+	}
+	la.dom[l.Var] = la.LoopSet(l)
+	la.BindLoop(l)
+}
 
 func (la *loopAnalyzer) bindVar(v *ir.Var, extent int64) {
 	la.track(v, 0, extent)

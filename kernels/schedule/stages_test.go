@@ -23,7 +23,7 @@ func TestComputeAt(t *testing.T) {
 				ls := getLoops(t, s, getBlock(t, s, "PadInput"))
 				var ext []int64
 				for _, l := range ls {
-					ext = append(ext, loopOf(t, s, l).Extent)
+					ext = append(ext, constExtent(loopOf(t, s, l)))
 				}
 				if err == nil && !slices.Equal(ext, []int64{1, 5, 1, 3, 4}) {
 					t.Errorf("PadInput loops %v, want [1 5 1 3 4]", ext)
@@ -55,7 +55,7 @@ func TestComputeAt(t *testing.T) {
 				// Per (i0, i1, j, k0): one row of p0 and 4 of its columns
 				// (k1); the loops above k0 are not relaxed.
 				cl := getLoops(t, s, getBlock(t, s, "p0_shared"))
-				if err == nil && (len(cl) != 6 || loopOf(t, s, cl[4]).Extent != 1 || loopOf(t, s, cl[5]).Extent != 4) {
+				if err == nil && (len(cl) != 6 || constExtent(loopOf(t, s, cl[4])) != 1 || constExtent(loopOf(t, s, cl[5])) != 4) {
 					t.Errorf("p0_shared has %d loops", len(cl))
 				}
 				return err
@@ -113,7 +113,7 @@ func TestComputeAt(t *testing.T) {
 				ls := getLoops(t, s, getBlock(t, s, "T_matmul_NT"))
 				err := s.ReverseComputeAt(getBlock(t, s, "T_matmul_NT_local"), ls[1], true, -1)
 				cl := getLoops(t, s, getBlock(t, s, "T_matmul_NT_local"))
-				if err == nil && (len(cl) != 4 || loopOf(t, s, cl[2]).Extent != 1 || loopOf(t, s, cl[3]).Extent != 4) {
+				if err == nil && (len(cl) != 4 || constExtent(loopOf(t, s, cl[2])) != 1 || constExtent(loopOf(t, s, cl[3])) != 4) {
 					t.Errorf("write-back loops %d", len(cl))
 				}
 				return err
@@ -290,7 +290,7 @@ func TestSamplePerfectTile(t *testing.T) {
 				}
 				prod *= x
 			}
-			if ext := loopOf(t, s, l).Extent; prod != ext || int64(len(d)) != n || d[n-1] > 4 {
+			if ext := constExtent(loopOf(t, s, l)); prod != ext || int64(len(d)) != n || d[n-1] > 4 {
 				t.Fatalf("seed %d: tiles %v of extent %d (n %d, innermost <= 4)", seed, d, ext, n)
 			}
 		}

@@ -280,7 +280,7 @@ func (s *Schedule) affineBindingProblem(r *ir.BlockRealize, loops []*ir.For) err
 	a := s.analyzer()
 	defer s.release(a)
 	for _, l := range loops {
-		a.track(l.Var, 0, l.Extent)
+		a.trackLoop(l)
 	}
 	return a.CheckAffineBinding(r.IterValues)
 }

@@ -411,7 +411,7 @@ func lower(o *op, blockName string) ir.Stmt {
 	blk.Reads, blk.Writes = analysis.BlockAccessRegion(blk)
 	var s ir.Stmt = &ir.BlockRealize{IterValues: values, Block: blk}
 	for i := len(loops) - 1; i >= 0; i-- {
-		s = &ir.For{Var: loops[i], Extent: axes[i].extent, Body: s}
+		s = ir.Loop(loops[i], axes[i].extent, s)
 	}
 	return s
 }

@@ -635,7 +635,11 @@ func applySamplePerfectTile(s *Session, in Inst, d *Value) ([]schedule.RV, *Valu
 		if lerr != nil {
 			return nil, nil, lerr
 		}
-		fixed := schedule.RepairPerfectTile(loop.Extent, int(n), dec)
+		extent, ok := loop.ConstExtent()
+		if !ok {
+			return nil, nil, err
+		}
+		fixed := schedule.RepairPerfectTile(extent, int(n), dec)
 		vs, used, err = s.sch.SamplePerfectTile(l, n, maxInner, fixed)
 		if err == nil {
 			s.addRepair(in.Kind, *d, IntsValue(used), de.Msg)

@@ -271,7 +271,7 @@ func appendPostproc(t testing.TB, s *trace.Session, anchor string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			threads = l.Extent
+			threads = constExtent(l)
 		}
 	}
 	emit("EnterPostproc", nil, nil)
@@ -379,4 +379,12 @@ func TestEmitContinuesTheTrace(t *testing.T) {
 	if _, err := ir.FindBlock(r.Func(), "conv2d_nhwc_init"); err != nil {
 		t.Error(err)
 	}
+}
+
+// constExtent returns a loop's constant extent, -1 for a symbolic one.
+func constExtent(l *ir.For) int64 {
+	if n, ok := l.ConstExtent(); ok {
+		return n
+	}
+	return -1
 }

@@ -348,7 +348,7 @@ func TestTVMTracesFacts(t *testing.T) {
 					t.Fatal(err)
 				}
 				loops := enclosingLoops(f, b)
-				if got := loops[len(loops)-1].Extent; got != want {
+				if got := constExtent(loops[len(loops)-1]); got != want {
 					t.Errorf("fused copy loop of %s has extent %d, want %d", st, got, want)
 				}
 			}
@@ -370,7 +370,7 @@ func TestTVMTracesFacts(t *testing.T) {
 				loops := enclosingLoops(f, b)
 				var got []int64
 				for _, l := range loops[len(loops)-len(want):] {
-					got = append(got, l.Extent)
+					got = append(got, constExtent(l))
 				}
 				if !slices.Equal(got, want) {
 					t.Errorf("cooperative fetch loops of %s = %v, want %v", st, got, want)
@@ -436,7 +436,7 @@ func threadLoops(f *ir.PrimFunc, b *ir.Block) []string {
 	var out []string
 	for _, l := range enclosingLoops(f, b) {
 		if l.Kind == ir.ThreadBinding {
-			out = append(out, fmt.Sprintf("%s=%d", l.Thread, l.Extent))
+			out = append(out, fmt.Sprintf("%s=%d", l.Thread, constExtent(l)))
 		}
 	}
 	return out

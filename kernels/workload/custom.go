@@ -503,7 +503,7 @@ func buildBlock(where string, b blockDoc, bufs []*ir.Buffer) (ir.Stmt, error) {
 	blk.Reads, blk.Writes = analysis.BlockAccessRegion(blk)
 	var s ir.Stmt = &ir.BlockRealize{IterValues: values, Block: blk}
 	for i := len(loops) - 1; i >= 0; i-- {
-		s = &ir.For{Var: loops[i], Extent: b.Loops[i].Extent, Body: s}
+		s = ir.Loop(loops[i], b.Loops[i].Extent, s)
 	}
 	return s, nil
 }

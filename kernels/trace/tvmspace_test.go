@@ -3,6 +3,7 @@ package trace_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 // test_meta_schedule_space_cuda.py and the scheduled modules of
 // test_meta_schedule_trace_apply.py. See testdata/tvm-space-cuda/README.md.
 var tvmGoldenDirs = []string{"testdata/tvm-space-cuda"}
+
+var tvmGoldenDump = flag.String("tvmgolden-dump", "", "write each TVM-golden case's printed replay to DIR/<case>.tir, to diff with expected.tir")
 
 // TestTVMGoldens replays each case's trace strictly on its workload and
 // compares the printed function with TVM's expected module, ignoring only
@@ -40,7 +43,7 @@ func TestTVMGoldens(t *testing.T) {
 		for _, c := range cases {
 			name := filepath.Base(filepath.Dir(c))
 			t.Run(filepath.Base(dir)+"/"+name, func(t *testing.T) {
-				if err := tally.Record(name, tvmGoldenCase(filepath.Dir(c))); err != nil {
+				if err := tally.Record(name, tvmGoldenCase(filepath.Dir(c), name)); err != nil {
 					t.Error(err)
 				}
 			})
@@ -53,7 +56,7 @@ func TestTVMGoldens(t *testing.T) {
 }
 
 // tvmGoldenCase returns nil when the case's replay prints TVM's module.
-func tvmGoldenCase(dir string) error {
+func tvmGoldenCase(dir, name string) error {
 	read := func(name string) ([]byte, error) {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
@@ -85,7 +88,13 @@ func tvmGoldenCase(dir string) error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	if d := tvmgolden.Diff(s.Func().Script(), string(want)); d != "" {
+	got := s.Func().Script()
+	if *tvmGoldenDump != "" {
+		if err := os.WriteFile(filepath.Join(*tvmGoldenDump, name+".tir"), []byte(got), 0o644); err != nil {
+			return fmt.Errorf("dump: %w", err)
+		}
+	}
+	if d := tvmgolden.Diff(got, string(want)); d != "" {
 		return errors.New("printed IR differs from TVM's: " + d)
 	}
 	return nil

@@ -2,6 +2,7 @@ import sys, re, ast, os, json
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import extract
 from mlt import sketch
+import ctr
 
 SRC = sys.argv[1]  # test_meta_schedule_space_cuda.py at tag v0.20.0
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,3 +78,14 @@ if __name__ == "__main__":
         line, body = mods[f"{fam}_0"]
         write(f"{fam}-0", fam, 0, shape0(fam.upper()), t.dump(), dt, extract.normalise(body), line, MLT_METHOD)
         print(fam, "ok")
+    CTR_METHOD = ("reconstructed from the TVM v0.20 rule code (see ../README.md): AutoInline, "
+                  "CrossThreadReduction (GetConsumers, compute position, SampleCategorical over "
+                  "[4..512], split/bind of the consumer, ComputeAt, SetScope shared, split/bind "
+                  "of the reduction), ParallelizeVectorizeUnroll on the root, then AutoBind, "
+                  "filled with the decisions below.")
+    for fam, gen in (("nrm", ctr.nrm), ("sfm", ctr.sfm)):
+        for i, (dt, dec) in sorted(decisions(fam).items()):
+            t = gen(i, [v for _, v in dec])
+            line, body = mods[f"{fam}_{i}"]
+            write(f"{fam}-{i}", fam, i, shape0(fam.upper()), t.dump(), dt, extract.normalise(body), line, CTR_METHOD)
+            print(fam, i, "ok")

@@ -155,3 +155,164 @@ ANN = '            T.block_attr({"test_annotation": 1})\n'
 case("decompose-reduction-annotation", "test_tir_schedule_reduction.py::test_reduction_decompose_with_annotation (expected matmul_decompose_with_annotation)",
      MM(ann={"test_annotation": 1}),
      [GB("update"), L3, ["DecomposeReduction", ["b0", "l1"], [], ["b4"]]], SIGMM + DEC % (ANN, ANN), note=NOTE_DEC)
+
+# ---- compute_at / reverse_compute_at (test_tir_schedule_compute_at.py)
+def ew2(name, params, allocs, shape=(128, 128), c_loops=None, b_loops=None, b_bind=None, idx=""):
+    n = shape[-1]
+    bl = b_loops or [["i", 128], ["j", 128]]
+    d = wl(name, params, [
+        dict(blk("B", bl, [("vi", "S", 128), ("vj", "S", 128)], f"B[{idx}vi, vj] = A[{idx}vi, vj] * 2.0"), **({"bindings": b_bind} if b_bind else {})),
+        blk("C", c_loops or [["i", 128], ["j", 128]], [("vi", "S", 128), ("vj", "S", 128)], f"C[{idx}vi, vj] = B[{idx}vi, vj] + 1.0")],
+        allocs=allocs)
+    return d
+TWO = ew2("two_elementwise", [("A", [128, 128]), ("C", [128, 128])], [("B", [128, 128])])
+TILED = ew2("tiled", [("A", [128, 128]), ("C", [128, 128])], [("B", [128, 128])],
+            b_loops=[["i_0", 8], ["j_0", 8], ["i_1", 16], ["j_1", 16]], b_bind=["i_0 * 16 + i_1", "j_0 * 16 + j_1"])
+TILED3 = ew2("tiled_trivial_binding", [("A", [1, 128, 128]), ("C", [1, 128, 128])], [("B", [1, 128, 128])],
+            b_loops=[["i_0", 8], ["j_0", 8], ["i_1", 16], ["j_1", 16]], b_bind=["i_0 * 16 + i_1", "j_0 * 16 + j_1"], idx="0, ")
+SIGAC = 'def main(A: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32")):\n' + FA
+L2C = lambda b, outs: ["GetLoops", [b], [], outs]
+
+case("compute-at-two-elementwise", "test_tir_schedule_compute_at.py::test_compute_at_two_elementwise (expected two_elementwise_after_compute_at)", TWO,
+     [["GetBlock", [], ["B", "main"], ["b0"]], ["GetBlock", [], ["C", "main"], ["b1"]], L2C("b1", ["l2", "l3"]),
+      ["ComputeAt", ["b0", "l2"], [1, -1], []]],
+     SIGAC + '''    # with T.block("root"):
+    B = T.alloc_buffer((128, 128))
+    for i in range(128):
+        for ax0, ax1 in T.grid(1, 128):
+            with T.block("B"):
+                vi = T.axis.spatial(128, i + ax0)
+                vj = T.axis.spatial(128, ax1)
+                T.reads(A[vi, vj])
+                T.writes(B[vi, vj])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        for j in range(128):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads(B[vi, vj])
+                T.writes(C[vi, vj])
+                C[vi, vj] = B[vi, vj] + T.float32(1)
+''', note="The consumer block, named \"B\" in the test module (names are free in its structural check), is \"C\".")
+
+REV_TILED = '''    # with T.block("root"):
+    B = T.alloc_buffer((%(s)s))
+    for i_0, j_0, i_1 in T.grid(8, 8, 16):
+        for j_1 in range(16):
+            with T.block("B"):
+                vi = T.axis.spatial(128, i_0 * 16 + i_1)
+                vj = T.axis.spatial(128, j_0 * 16 + j_1)
+                T.reads(A[%(i)svi, vj])
+                T.writes(B[%(i)svi, vj])
+                B[%(i)svi, vj] = A[%(i)svi, vj] * T.float32(2)
+        for ax0 in range(16):
+            with T.block("C"):
+                vi = T.axis.spatial(128, i_0 * 16 + i_1)
+                vj = T.axis.spatial(128, j_0 * 16 + ax0)
+                T.reads(B[%(i)svi, vj])
+                T.writes(C[%(i)svi, vj])
+                C[%(i)svi, vj] = B[%(i)svi, vj] + T.float32(1)
+'''
+NOTE_AX = "The loop the primitive creates, `j_1` in the test module, is `ax0` as TVM's compute-at names new loops."
+RCA = [["GetBlock", [], ["C", "main"], ["b0"]], ["GetBlock", [], ["B", "main"], ["b1"]], L2C("b1", ["l2", "l3", "l4", "l5"]),
+       ["ReverseComputeAt", ["b0", "l4"], [0, -1], []]]
+case("reverse-compute-at-tiled", "test_tir_schedule_compute_at.py::test_reverse_compute_at_tiled (expected tiled_after_reverse_compute_at)", TILED,
+     RCA, SIGAC + REV_TILED % {"s": "128, 128", "i": ""}, note=NOTE_AX)
+case("reverse-compute-at-tiled-trivial-binding", "test_tir_schedule_compute_at.py::test_reverse_compute_at_tiled_trivial_binding (expected tiled_trivial_binding_after_reverse_compute_at)", TILED3,
+     RCA, 'def main(A: T.Buffer((1, 128, 128), "float32"), C: T.Buffer((1, 128, 128), "float32")):\n' + FA + REV_TILED % {"s": "1, 128, 128", "i": "0, "}, note=NOTE_AX)
+
+case("compute-at-fail-loop-is-ancestor", "test_tir_schedule_compute_at.py::test_fail_loop_is_ancestor_of_block", TWO,
+     [["GetBlock", [], ["B", "main"], ["b0"]], L2C("b0", ["l1", "l2"]), ["ComputeAt", ["b0", "l1"], [0, -1], []]], error="tvm.tir.ScheduleError: ancestor of block")
+case("compute-at-fail-output-block", "test_tir_schedule_compute_at.py::test_fail_output_block", TILED,
+     [["GetBlock", [], ["C", "main"], ["b0"]], ["GetBlock", [], ["B", "main"], ["b1"]], L2C("b1", ["l2", "l3", "l4", "l5"]),
+      ["ComputeAt", ["b0", "l2"], [0, -1], []]], error="tvm.tir.ScheduleError: output block")
+FACU = wl("fail_all_consumers_under_loop", [("A", [128, 128]), ("C", [128, 128]), ("D", [128, 128])], [
+    blk("B", [["i", 128], ["j", 128]], [("vi", "S", 128), ("vj", "S", 128)], "B[vi, vj] = A[vi, vj] * 2.0"),
+    blk("C", [["i", 128], ["j", 128]], [("vi", "S", 128), ("vj", "S", 128)], "C[vi, vj] = B[vi, vj] + 1.0"),
+    blk("D", [["i", 128], ["j", 128]], [("vi", "S", 128), ("vj", "S", 128)], "D[vi, vj] = B[vi, vj] + 1.0")], allocs=[("B", [128, 128])])
+case("compute-at-fail-all-consumers-under-loop", "test_tir_schedule_compute_at.py::test_fail_all_consumers_under_loop", FACU,
+     [["GetBlock", [], ["B", "main"], ["b0"]], ["GetBlock", [], ["C", "main"], ["b1"]], L2C("b1", ["l2", "l3"]),
+      ["ComputeAt", ["b0", "l2"], [0, -1], []]], error="tvm.tir.ScheduleError: requires all the consumer")
+FAPU = wl("fail_all_producers_under_loop", [("A", [128, 128]), ("D", [128, 128])], [
+    blk("B", [["i", 128], ["j", 128]], [("vi", "S", 128), ("vj", "S", 128)], "B[vi, vj] = A[vi, vj] * 2.0"),
+    blk("C", [["i", 128], ["j", 128]], [("vi", "S", 128), ("vj", "S", 128)], "C[vi, vj] = A[vi, vj] + 1.0"),
+    blk("D", [["i", 128], ["j", 128]], [("vi", "S", 128), ("vj", "S", 128)], "D[vi, vj] = B[vi, vj] + C[vi, vj]")], allocs=[("B", [128, 128]), ("C", [128, 128])])
+case("reverse-compute-at-fail-all-producers-under-loop", "test_tir_schedule_compute_at.py::test_fail_all_producers_under_loop", FAPU,
+     [["GetBlock", [], ["D", "main"], ["b0"]], ["GetBlock", [], ["C", "main"], ["b1"]], L2C("b1", ["l2", "l3"]),
+      ["ReverseComputeAt", ["b0", "l2"], [0, -1], []]], error="tvm.tir.ScheduleError: requires all the producer")
+
+CONCAT = wl("concat_two_elemwise", [("x", [16]), ("y", [8]), ("T_concat", [24])], [
+    blk("T_add_1", [["i", 16]], [("ax", "S", 16)], "T_add_1[ax] = x[ax] + T.float32(1)"),
+    blk("T_add_2", [["i", 8]], [("ax", "S", 8)], "T_add_2[ax] = y[ax] + T.float32(2)"),
+    blk("T_concat", [["i", 24]], [("ax", "S", 24)], "T_concat[ax] = T.if_then_else(16 <= ax, T_add_2[ax - 16], T_add_1[ax])")],
+    allocs=[("T_add_1", [16]), ("T_add_2", [8])])
+case("compute-at-concat", "test_tir_schedule_compute_at.py::test_compute_at_concat (expected concat_two_elemwise_after_compute_at)", CONCAT,
+     [["GetBlock", [], ["T_concat", "main"], ["b0"]], ["GetBlock", [], ["T_add_1", "main"], ["b1"]], ["GetBlock", [], ["T_add_2", "main"], ["b2"]],
+      L2C("b0", ["l3"]), ["ComputeAt", ["b1", "l3"], [0, -1], []], ["ComputeAt", ["b2", "l3"], [0, -1], []]],
+     'def main(x: T.Buffer((16,), "float32"), y: T.Buffer((8,), "float32"), T_concat: T.Buffer((24,), "float32")):\n' + FA + '''    # with T.block("root"):
+    T_add_1 = T.alloc_buffer((16,))
+    T_add_2 = T.alloc_buffer((8,))
+    for i in range(24):
+        with T.block("T_add_1"):
+            ax = T.axis.spatial(16, i)
+            T.where(i < 16)
+            T.reads(x[ax])
+            T.writes(T_add_1[ax])
+            T_add_1[ax] = x[ax] + T.float32(1)
+        with T.block("T_add_2"):
+            ax = T.axis.spatial(8, i - 16)
+            T.where(16 <= i)
+            T.reads(y[ax])
+            T.writes(T_add_2[ax])
+            T_add_2[ax] = y[ax] + T.float32(2)
+        with T.block("T_concat"):
+            ax = T.axis.spatial(24, i)
+            T.reads(T_add_2[ax - 16], T_add_1[ax])
+            T.writes(T_concat[ax])
+            T_concat[ax] = T.if_then_else(16 <= ax, T_add_2[ax - 16], T_add_1[ax])
+''')
+
+REPEAT = wl("tiled_repeat_op", [("x", [4]), ("T_repeat", [64])], [
+    blk("T_add", [["i0", 4]], [("ax0", "S", 4)], "T_add[ax0] = x[ax0] + 1.0"),
+    dict(blk("T_repeat", [["i0_0", 8], ["i0_1", 8]], [("ax0", "S", 64)], "T_repeat[ax0] = T_add[ax0 // 16]"), bindings=["i0_0 * 8 + i0_1"])],
+    allocs=[("T_add", [4])])
+case("compute-at-tiled-repeat-op", "test_tir_schedule_compute_at.py::test_compute_at_tiled_repeat_op (expected tiled_repeat_op_after_compute_at)", REPEAT,
+     [["GetBlock", [], ["T_repeat", "main"], ["b0"]], L2C("b0", ["l1", "l2"]), ["GetBlock", [], ["T_add", "main"], ["b3"]],
+      ["ComputeAt", ["b3", "l1"], [0, -1], []]],
+     'def main(x: T.Buffer((4,), "float32"), T_repeat: T.Buffer((64,), "float32")):\n' + FA + '''    # with T.block("root"):
+    T_add = T.alloc_buffer((4,))
+    for i0_0 in range(8):
+        with T.block("T_add"):
+            ax0 = T.axis.spatial(4, i0_0 // 2)
+            T.reads(x[ax0])
+            T.writes(T_add[ax0])
+            T_add[ax0] = x[ax0] + T.float32(1)
+        for i0_1 in range(8):
+            with T.block("T_repeat"):
+                ax0 = T.axis.spatial(64, i0_0 * 8 + i0_1)
+                T.reads(T_add[ax0 // 16])
+                T.writes(T_repeat[ax0])
+                T_repeat[ax0] = T_add[ax0 // 16]
+''')
+
+FDFM = wl("floordiv_and_floormod_indices", [("X", [16, 16]), ("Y", [256])], [
+    blk("A", [["i", 16], ["j", 16]], [("v_i", "S", 16), ("v_j", "S", 16)], "temp[v_i, v_j] = X[v_j, v_i] + 1.0"),
+    blk("B", [["i", 256]], [("v_i", "S", 256)], "Y[v_i] = temp[v_i // 16, v_i % 16]")], allocs=[("temp", [16, 16])])
+case("reverse-compute-at-floordiv-floormod", "test_tir_schedule_compute_at.py::test_reverse_compute_at_floordiv_and_floormod_indices (expected floordiv_and_floormod_indices_after_reverse_compute_at)", FDFM,
+     [["GetBlock", [], ["A", "main"], ["b0"]], ["GetBlock", [], ["B", "main"], ["b1"]], L2C("b0", ["l2", "l3"]),
+      ["ReverseComputeAt", ["b1", "l2"], [0, -1], []]],
+     'def main(X: T.Buffer((16, 16), "float32"), Y: T.Buffer((256,), "float32")):\n' + FA + '''    # with T.block("root"):
+    temp = T.alloc_buffer((16, 16))
+    for i in range(16):
+        for j in range(16):
+            with T.block("A"):
+                v_i, v_j = T.axis.remap("SS", [i, j])
+                T.reads(X[v_j, v_i])
+                T.writes(temp[v_i, v_j])
+                temp[v_i, v_j] = X[v_j, v_i] + T.float32(1)
+        for ax0 in range(16):
+            with T.block("B"):
+                v_i = T.axis.spatial(256, i * 16 + ax0)
+                T.reads(temp[v_i // 16, v_i % 16])
+                T.writes(Y[v_i])
+                Y[v_i] = temp[v_i // 16, v_i % 16]
+''', note="This is TVM's affine path (UpdateBlockVarDomainAffine): the consumer reads temp[v_i // 16, v_i % 16].")

@@ -316,3 +316,100 @@ case("reverse-compute-at-floordiv-floormod", "test_tir_schedule_compute_at.py::t
                 T.writes(Y[v_i])
                 Y[v_i] = temp[v_i // 16, v_i % 16]
 ''', note="This is TVM's affine path (UpdateBlockVarDomainAffine): the consumer reads temp[v_i // 16, v_i % 16].")
+
+# ---- cache_read / cache_write (test_tir_schedule_cache_read_write.py), before = elementwise
+EWC = wl("elementwise", [("A", [128, 128]), ("C", [128, 128])], TWO["blocks"], allocs=[("B", [128, 128])])
+def stage(name, src, dst):
+    return f'''    for ax0, ax1 in T.grid(128, 128):
+        with T.block("{name}"):
+            v0, v1 = T.axis.remap("SS", [ax0, ax1])
+            T.reads({src}[v0, v1])
+            T.writes({dst}[v0, v1])
+            {dst}[v0, v1] = {src}[v0, v1]
+'''
+def bblk(src, dst):
+    return f'''    for i, j in T.grid(128, 128):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads({src}[vi, vj])
+            T.writes({dst}[vi, vj])
+            {dst}[vi, vj] = {src}[vi, vj] * T.float32(2)
+'''
+def cblk(src, dst):
+    return f'''    for i, j in T.grid(128, 128):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads({src}[vi, vj])
+            T.writes({dst}[vi, vj])
+            {dst}[vi, vj] = {src}[vi, vj] + T.float32(1)
+'''
+ROOT = '    # with T.block("root"):\n'
+NOTE_CACHE = ("Names as TVM's cache primitives give them (the test compares structurally, where names are free): "
+              "stage buffer and block `<buffer>_<scope>`, stage loops `ax0, ax1`, stage iter vars `v0, v1`.")
+GBC = [["GetBlock", [], ["B", "main"], ["b0"]], ["GetBlock", [], ["C", "main"], ["b1"]]]
+case("cache-read-elementwise", "test_tir_schedule_cache_read_write.py::test_cache_read_elementwise (expected cache_read_elementwise)", EWC,
+     GBC + [["CacheRead", ["b0", []], [0, "global"], ["b2"]], ["CacheRead", ["b1", []], [0, "local"], ["b3"]]],
+     SIGAC + ROOT + '''    B = T.alloc_buffer((128, 128))
+    A_global = T.alloc_buffer((128, 128))
+    B_local = T.alloc_buffer((128, 128), scope="local")
+''' + stage("A_global", "A", "A_global") + bblk("A_global", "B") + stage("B_local", "B", "B_local") + cblk("B_local", "C"), note=NOTE_CACHE)
+case("cache-read-continuous", "test_tir_schedule_cache_read_write.py::test_continuous_cache_read (expected continuous_cache_read)", EWC,
+     GBC + [["CacheRead", ["b1", []], [0, "shared"], ["b2"]], ["CacheRead", ["b1", []], [0, "local"], ["b3"]]],
+     SIGAC + ROOT + '''    B = T.alloc_buffer((128, 128))
+    B_shared = T.alloc_buffer((128, 128), scope="shared")
+    B_shared_local = T.alloc_buffer((128, 128), scope="local")
+''' + bblk("A", "B") + stage("B_shared", "B", "B_shared") + stage("B_shared_local", "B_shared", "B_shared_local") + cblk("B_shared_local", "C"),
+     note=NOTE_CACHE + " The second stage caches B_shared, so TVM names it B_shared_local (B_local in the test module).")
+case("cache-write-elementwise", "test_tir_schedule_cache_read_write.py::test_cache_write_elementwise (expected cache_write_elementwise)", EWC,
+     GBC + [["CacheWrite", ["b0", []], [0, "local"], ["b2"]], ["CacheWrite", ["b1", []], [0, "global"], ["b3"]]],
+     SIGAC + ROOT + '''    B = T.alloc_buffer((128, 128))
+    B_local = T.alloc_buffer((128, 128), scope="local")
+    C_global = T.alloc_buffer((128, 128))
+''' + bblk("A", "B_local") + stage("B_local", "B_local", "B") + cblk("B", "C_global") + stage("C_global", "C_global", "C"), note=NOTE_CACHE)
+case("cache-write-continuous", "test_tir_schedule_cache_read_write.py::test_continuous_cache_write (expected continuous_cache_write)", EWC,
+     GBC + [["CacheWrite", ["b0", []], [0, "shared"], ["b2"]], ["CacheWrite", ["b0", []], [0, "local"], ["b3"]]],
+     SIGAC + ROOT + '''    B = T.alloc_buffer((128, 128))
+    B_shared = T.alloc_buffer((128, 128), scope="shared")
+    B_shared_local = T.alloc_buffer((128, 128), scope="local")
+''' + bblk("A", "B_shared_local") + stage("B_shared_local", "B_shared_local", "B_shared") + stage("B_shared", "B_shared", "B") + cblk("B", "C"),
+     note=NOTE_CACHE + " The second stage caches B_shared, so TVM names it B_shared_local (B_local in the test module).")
+for prim, idx, scope, test in [("CacheRead", 1, "global", "test_cache_read_fail_index_out_of_bound"), ("CacheRead", 0, "test_scope", "test_cache_read_fail_invalid_storage_scope"),
+                               ("CacheWrite", 1, "global", "test_cache_write_fail_index_out_of_bound"), ("CacheWrite", 0, "test_scope", "test_cache_write_fail_invalid_storage_scope")]:
+    kind = "index" if idx else "scope"
+    case(f"{'cache-read' if prim == 'CacheRead' else 'cache-write'}-fail-{kind}", f"test_tir_schedule_cache_read_write.py::{test}", EWC,
+         GBC + [[prim, ["b0", []], [idx, scope], ["b2"]]], error="tvm.tir.ScheduleError")
+
+# ---- storage_align (test_tir_schedule_storage_align.py). Its element_wise has B and C under one
+# loop i0; the before module is two_elementwise with C reverse-computed-at B's outer loop (a trace
+# prefix), which is that module up to names.
+SA_PREFIX = [["GetBlock", [], ["B", "main"], ["b0"]], ["GetBlock", [], ["C", "main"], ["b1"]], L2C("b0", ["l2", "l3"]),
+             ["ReverseComputeAt", ["b1", "l2"], [0, -1], []]]
+SA_EXP = SIGAC + ROOT + '''    B = T.alloc_buffer((128, 128))
+    for i in range(128):
+        for j in range(128):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads(A[vi, vj])
+                T.writes(B[vi, vj])
+                T.block_attr({"buffer_dim_align": [[0, 0, 128, 127]]})
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        for ax0 in range(128):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, ax0])
+                T.reads(B[vi, vj])
+                T.writes(C[vi, vj])
+                C[vi, vj] = B[vi, vj] + T.float32(1)
+'''
+NOTE_SA = ("Before module: two_elementwise with C reverse-computed-at B's outer loop by the first "
+           "instructions of trace.json (the test's element_wise up to names: loops i0/ax1/i1 are i/j/ax0).")
+case("storage-align", "test_tir_schedule_storage_align.py::test_storage_align (expected element_wise_storage_align)", TWO,
+     SA_PREFIX + [["StorageAlign", ["b0"], [0, 0, 128, 127], []]], SA_EXP, note=NOTE_SA)
+case("storage-align-update", "test_tir_schedule_storage_align.py::test_storage_align_update (expected element_wise_storage_align)", TWO,
+     SA_PREFIX + [["StorageAlign", ["b0"], [0, 0, 128, 0], []], ["StorageAlign", ["b0"], [0, 0, 128, 127], []]], SA_EXP, note=NOTE_SA)
+for name, blkrv, attrs, test in [("invalid-factor-0", "b0", [0, 0, 0, 127], "test_storage_align_invalid_factor1"),
+                                  ("invalid-factor-minus-1", "b0", [0, 0, -1, 127], "test_storage_align_invalid_factor2"),
+                                  ("invalid-buffer", "b1", [0, 0, 128, 127], "test_storage_align_invalid_buffer"),
+                                  ("invalid-buffer-index", "b0", [2, 0, 128, 127], "test_storage_align_invalid_buffer_index"),
+                                  ("invalid-axis", "b0", [0, 2, 128, 127], "test_storage_align_invalid_axis")]:
+    case(f"storage-align-{name}", f"test_tir_schedule_storage_align.py::{test}", TWO,
+         SA_PREFIX + [["StorageAlign", [blkrv], attrs, []]], error="tvm.tir.ScheduleError", note=NOTE_SA)

@@ -413,3 +413,41 @@ for name, blkrv, attrs, test in [("invalid-factor-0", "b0", [0, 0, 0, 127], "tes
                                   ("invalid-axis", "b0", [0, 2, 128, 127], "test_storage_align_invalid_axis")]:
     case(f"storage-align-{name}", f"test_tir_schedule_storage_align.py::{test}", TWO,
          SA_PREFIX + [["StorageAlign", [blkrv], attrs, []]], error="tvm.tir.ScheduleError", note=NOTE_SA)
+
+# ---- rfactor (test_tir_schedule_rfactor.py)
+SQS = wl("square_sum", [("A", [16, 256, 256]), ("C", [16])], [
+    blk("C", [["b0", 16], ["i0", 256], ["j0", 256]], [("b", "S", 16), ("i", "R", 256), ("j", "R", 256)],
+        "C[b] = C[b] + A[b, i, j] * A[b, i, j]", init="C[b] = 0.0")])
+case("rfactor-square-sum", "test_tir_schedule_rfactor.py::test_reduction_rfactor_square_sum (expected square_sum_rfactor)", SQS,
+     [["GetBlock", [], ["C", "main"], ["b0"]], L2C("b0", ["l1", "l2", "l3"]), ["RFactor", ["l3"], [1], ["b4"]]],
+     'def main(A: T.Buffer((16, 256, 256), "float32"), C: T.Buffer((16,), "float32")):\n' + FA + ROOT + '''    C_rf = T.alloc_buffer((16, 256))
+    for b0, i0, j0 in T.grid(16, 256, 256):
+        with T.block("C_rf"):
+            vj0, b, i = T.axis.remap("SSR", [j0, b0, i0])
+            T.reads(A[b, i, vj0])
+            T.writes(C_rf[b, vj0])
+            with T.init():
+                C_rf[b, vj0] = T.float32(0)
+            C_rf[b, vj0] = C_rf[b, vj0] + A[b, i, vj0] * A[b, i, vj0]
+    for b0, j0 in T.grid(16, 256):
+        with T.block("C"):
+            vj0, b = T.axis.remap("RS", [j0, b0])
+            T.reads(C_rf[b, vj0])
+            T.writes(C[b])
+            with T.init():
+                C[b] = T.float32(0)
+            C[b] = C[b] + C_rf[b, vj0]
+''', note=("Names as TVM v0.20 gives them and its printer shows them: the rfactor buffer is `C.rf` "
+           "(printed `C_rf`), the new iter var of the rfactor loop j0 is `vj0` in both blocks, the "
+           "write-back block copies iter var `b` and loops `b0`, `j0` (sibling nests reuse names in "
+           "the printer; the test module names them i0..i2, vi2, i0_1, i2_1, vi2_1, b_1). Read regions "
+           "are those TVM builds (RFactorBlockCreator: the old block's reads; WriteBackBlockCreator: "
+           "the rfactor buffer only)."))
+EW2P = wl("element_wise", [("A", [128, 128]), ("B", [128, 128])], [
+    blk("B", [["i", 128], ["j", 128]], [("vi", "S", 128), ("vj", "S", 128)], "B[vi, vj] = A[vi, vj] * 2.0")])
+case("rfactor-fail-not-reduction-block", "test_tir_schedule_rfactor.py::test_reduction_rfactor_not_reduction_block1", EW2P,
+     [["GetBlock", [], ["B", "main"], ["b0"]], L2C("b0", ["l1", "l2"]), ["RFactor", ["l1"], [0], ["b3"]]], error="tvm.tir.ScheduleError")
+ROWSUM = wl("rowsum", [("A", [128, 128]), ("B", [128])], [
+    blk("B", [["i", 128], ["k", 128]], [("vi", "S", 128), ("vk", "R", 128)], "B[vi] = B[vi] + A[vi, vk]", init="B[vi] = 0.0")])
+case("rfactor-fail-wrong-loops", "test_tir_schedule_rfactor.py::test_reduction_rfactor_wrong_loops1", ROWSUM,
+     [["GetBlock", [], ["B", "main"], ["b0"]], L2C("b0", ["l1", "l2"]), ["RFactor", ["l1"], [0], ["b3"]]], error="tvm.tir.ScheduleError")

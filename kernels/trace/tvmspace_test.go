@@ -19,7 +19,7 @@ import (
 // publishes (expected.tir): the CUDA design-space sketches of
 // test_meta_schedule_space_cuda.py and the scheduled modules of
 // test_meta_schedule_trace_apply.py. See testdata/tvm-space-cuda/README.md.
-var tvmGoldenDirs = []string{"testdata/tvm-space-cuda"}
+var tvmGoldenDirs = []string{"testdata/tvm-space-cuda", "testdata/tvm-trace-apply"}
 
 var tvmGoldenDump = flag.String("tvmgolden-dump", "", "write each TVM-golden case's printed replay to DIR/<case>.tir, to diff with expected.tir")
 

@@ -40,7 +40,7 @@ MLT = {
 def write(folder, fam, i, wl, trace, dec_text, expected, line, method):
     d = OUT + folder
     os.makedirs(d, exist_ok=True)
-    open(d + "/workload.json", "w").write(json.dumps(wl, separators=(",", ":")) + "\n")
+    open(d + "/workload.json", "w").write(json.dumps(wl) + "\n")
     if trace is not None:
         open(d + "/trace.json", "w").write(trace + "\n")
     open(d + "/expected.tir", "w").write(expected)

@@ -451,3 +451,90 @@ ROWSUM = wl("rowsum", [("A", [128, 128]), ("B", [128])], [
     blk("B", [["i", 128], ["k", 128]], [("vi", "S", 128), ("vk", "R", 128)], "B[vi] = B[vi] + A[vi, vk]", init="B[vi] = 0.0")])
 case("rfactor-fail-wrong-loops", "test_tir_schedule_rfactor.py::test_reduction_rfactor_wrong_loops1", ROWSUM,
      [["GetBlock", [], ["B", "main"], ["b0"]], L2C("b0", ["l1", "l2"]), ["RFactor", ["l1"], [0], ["b3"]]], error="tvm.tir.ScheduleError")
+
+# ---- more split/fuse/reorder/decompose cases
+L3B = lambda b: ["GetLoops", [b], [], ["l1", "l2", "l3"]]
+case("split-inferred-factor", "test_tir_schedule_split_fuse.py::test_split_with_inferred_factor (expected elementwise_split_case1)", EW3,
+     [GB("B"), L3, ["Split", ["l1", "None", 1, 64], [1, 0], ["l4", "l5", "l6"]], ["Split", ["l2", 2, "None", 64], [1, 0], ["l7", "l8", "l9"]],
+      ["Split", ["l3", 2, 1, "None"], [1, 0], ["l10", "l11", "l12"]]],
+     SIG3 + '''    # with T.block("root"):
+    for i_0, i_1, i_2, j_0, j_1, j_2, k_0, k_1, k_2 in T.grid(2, 1, 64, 2, 1, 64, 2, 1, 64):
+        with T.block("B"):
+            vi = T.axis.spatial(128, i_0 * 64 + i_1 * 64 + i_2)
+            vj = T.axis.spatial(128, j_0 * 64 + j_1 * 64 + j_2)
+            vk = T.axis.spatial(128, k_0 * 64 + k_1 * 64 + k_2)
+            T.reads(A[vi, vj, vk])
+            T.writes(B[vi, vj, vk])
+            B[vi, vj, vk] = A[vi, vj, vk] * T.float32(2)
+''', note="Loop vars i1..k3 of the test module are named i_0..k_2, as TVM's Split names them.")
+case("split-with-predicate", "test_tir_schedule_split_fuse.py::test_split_with_predicate (expected elementwise_split_with_predicate)", EW3,
+     [GB("B"), L3, ["Split", ["l1", 1000, 2, 3], [1, 0], ["l4", "l5", "l6"]], ["Split", ["l2", "None", 129], [1, 0], ["l7", "l8"]],
+      ["Split", ["l3", 3, "None"], [1, 0], ["l9", "l10"]]],
+     SIG3 + '''    # with T.block("root"):
+    for i_0, i_1, i_2, j_0, j_1, k_0, k_1 in T.grid(1000, 2, 3, 1, 129, 3, 43):
+        with T.block("B"):
+            vi = T.axis.spatial(128, i_0 * 6 + i_1 * 3 + i_2)
+            vj = T.axis.spatial(128, j_0 * 129 + j_1)
+            vk = T.axis.spatial(128, k_0 * 43 + k_1)
+            T.where((i_0 * 2 + i_1) * 3 + i_2 < 128 and j_0 * 129 + j_1 < 128 and k_0 * 43 + k_1 < 128)
+            T.reads(A[vi, vj, vk])
+            T.writes(B[vi, vj, vk])
+            B[vi, vj, vk] = A[vi, vj, vk] * T.float32(2)
+''', note="Loop vars renamed i_0.. as TVM's Split names them. The test's module has A and B matched in the order B, A; the parameters are (a, b).")
+
+COLSUM = wl("colsum_with_vectorization", [("A", [128, 32]), ("B", [32])], [
+    blk("B", [["k", 128], ["i", 32]], [("vk", "R", 128), ("vi", "S", 32)], "B[vi] = B[vi] + A[vk, vi]", init="B[vi] = T.float32(0)")])
+case("decompose-reduction-vectorized", "test_tir_schedule_reduction.py::test_reduction_decompose_with_different_for_kind (expected colsum_decompose_with_vectorization)", COLSUM,
+     [GB("B"), ["GetLoops", ["b0"], [], ["l1", "l2"]], ["Vectorize", ["l2"], [], []], ["DecomposeReduction", ["b0", "l1"], [], ["b3"]]],
+     'def main(A: T.Buffer((128, 32), "float32"), B: T.Buffer((32,), "float32")):\n' + FA + ROOT + '''    for i_init in T.vectorized(32):
+        with T.block("B_init"):
+            vi = T.axis.spatial(32, i_init)
+            T.reads()
+            T.writes(B[vi])
+            B[vi] = T.float32(0)
+    for k in range(128):
+        for i in T.vectorized(32):
+            with T.block("B_update"):
+                vk, vi = T.axis.remap("RS", [k, i])
+                T.reads(B[vi], A[vk, vi])
+                T.writes(B[vi])
+                B[vi] = B[vi] + A[vk, vi]
+''', note=("Before module: the vectorized loop i is made by a Vectorize at the start of trace.json. "
+           "The init loop keeps the loop kind (TVM copies kind and thread binding, not annotations) and is named i_init; "
+           "the update block is B_update (the test asserts get_block(\"B_update\"))."))
+
+# elementwise_with_seq / elementwise_non_single_branch: C and B under shared loops i, j; built
+# from two loop nests and ComputeAt(C, j of B) (preserve_unit_loops False).
+SEQ = wl("elementwise_with_seq", [("A", [128] * 3), ("B", [128] * 3)], [
+    blk("C", [["i", 128], ["j", 128], ["k", 128]], [("vi", "S", 128), ("vj", "S", 128), ("vk", "S", 128)], "C[vi, vj, vk] = A[vi, vj, vk] * 2.0"),
+    blk("B", [["i", 128], ["j", 128], ["k", 128]], [("vi", "S", 128), ("vj", "S", 128), ("vk", "S", 128)], "B[vi, vj, vk] = C[vi, vj, vk] * 2.0")],
+    allocs=[("C", [128] * 3)])
+SEQ_PREFIX = [["GetBlock", [], ["C", "main"], ["b0"]], ["GetBlock", [], ["B", "main"], ["b1"]], ["GetLoops", ["b1"], [], ["l2", "l3", "l4"]],
+              ["ComputeAt", ["b0", "l3"], [0, -1], []]]
+NOTE_SEQ = "Before module: C computed at B's loop j by the first instructions of trace.json (the test's module up to names)."
+case("fuse-fail-not-only-child", "test_tir_schedule_split_fuse.py::test_fuse_fail_not_only_child", SEQ,
+     SEQ_PREFIX + [["Fuse", ["l3", "l4"], [1], ["l5"]]], error="tvm.tir.ScheduleError", note=NOTE_SEQ)
+case("reorder-fail-non-single-branch", "test_tir_schedule_reorder.py::test_reorder_fail_with_non_single_branch_loop", SEQ,
+     SEQ_PREFIX + [["Reorder", ["l4", "l2"], [], []]], error="tvm.tir.ScheduleError", note=NOTE_SEQ)
+case("reorder-fail-non-single-branch-2", "test_tir_schedule_reorder.py::test_reorder_fail_with_non_single_branch_loop (second part)", SEQ,
+     SEQ_PREFIX + [["GetLoops", ["b0"], [], ["l5", "l6", "l7"]], ["Reorder", ["l4", "l2", "l7"], [], []]], error="tvm.tir.ScheduleError", note=NOTE_SEQ)
+
+NOTE_ANN = ("Before module: elementwise with the annotation put on loop k by the first instructions of trace.json; "
+            "the test's value is True, ours the integer 1 (the refusal depends only on the annotation being there).")
+ANN_PREFIX = [GB("B"), L3, ["Annotate", ["l3", 1], ["useless_annotation"], []]]
+case("fuse-fail-annotation", "test_tir_schedule_split_fuse.py::test_fuse_split_fail_with_annotation", EW3,
+     ANN_PREFIX + [["Fuse", ["l2", "l3"], [1], ["l4"]]], error="tvm.tir.ScheduleError", note=NOTE_ANN)
+case("split-fail-annotation", "test_tir_schedule_split_fuse.py::test_fuse_split_fail_with_annotation", EW3,
+     ANN_PREFIX + [["Split", ["l3", "None", 10], [1, 0], ["l4", "l5"]]], error="tvm.tir.ScheduleError", note=NOTE_ANN)
+NOTE_BIND = "Before module: elementwise with loop k bound to threadIdx.x by the first instructions of trace.json."
+BIND_PREFIX = [GB("B"), L3, ["Bind", ["l3"], ["threadIdx.x"], []]]
+case("fuse-fail-thread-binding", "test_tir_schedule_split_fuse.py::test_fuse_split_fail_with_thread_binding", EW3,
+     BIND_PREFIX + [["Fuse", ["l2", "l3"], [1], ["l4"]]], error="tvm.tir.ScheduleError", note=NOTE_BIND)
+case("split-fail-thread-binding", "test_tir_schedule_split_fuse.py::test_fuse_split_fail_with_thread_binding", EW3,
+     BIND_PREFIX + [["Split", ["l3", "None", 10], [1, 0], ["l4", "l5"]]], error="tvm.tir.ScheduleError", note=NOTE_BIND)
+
+NOTAFF = wl("elementwise_not_affine", [("A", [128] * 4), ("B", [128] * 4)], [
+    dict(blk("B", [["i", 128], ["j", 128], ["k", 128], ["l", 8]], [("vi", "S", 128), ("vj", "S", 128), ("vk", "S", 128), ("vl", "S", 128)],
+             "B[vi, vj, vk, vl] = A[vi, vj, vk, vl] * 2.0"), bindings=["i", "j", "k", "l * 16"])])
+case("reorder-fail-not-affine", "test_tir_schedule_reorder.py::test_reorder_fail_not_affine_bindings", NOTAFF,
+     [GB("B"), L4, ["Reorder", ["l4", "l1"], [], []]], error="tvm.tir.ScheduleError")

@@ -538,3 +538,28 @@ NOTAFF = wl("elementwise_not_affine", [("A", [128] * 4), ("B", [128] * 4)], [
              "B[vi, vj, vk, vl] = A[vi, vj, vk, vl] * 2.0"), bindings=["i", "j", "k", "l * 16"])])
 case("reorder-fail-not-affine", "test_tir_schedule_reorder.py::test_reorder_fail_not_affine_bindings", NOTAFF,
      [GB("B"), L4, ["Reorder", ["l4", "l1"], [], []]], error="tvm.tir.ScheduleError")
+
+GCB = wl("grouped_channel_bias", [("X", [720, 8, 8]), ("Y", [720, 8, 8])], [
+    blk("init", [["i", 45]], [("vi", "S", 45)], 'B[vi] = T.Cast("float32", vi)'),
+    dict(blk("compute", [["c_o", 2], ["h", 8], ["w", 8], ["c_i", 360]], [("hh", "S", 8), ("ww", "S", 8), ("cc", "S", 720)],
+             "Y[cc, hh, ww] = X[cc, hh, ww] + B[cc // 16]"), bindings=["h", "w", "c_o * 360 + c_i"])],
+    allocs=[("B", [45])])
+case("compute-at-non-perfect-channel-group", "test_tir_schedule_compute_at.py::test_compute_at_non_perfect_channel_group (expected grouped_channel_bias_non_perfect_tiled)", GCB,
+     [["GetBlock", [], ["compute", "main"], ["b0"]], ["GetLoops", ["b0"], [], ["l1", "l2", "l3", "l4"]], ["GetBlock", [], ["init", "main"], ["b5"]],
+      ["ComputeAt", ["b5", "l1"], [0, -1], []]],
+     'def main(X: T.Buffer((720, 8, 8), "float32"), Y: T.Buffer((720, 8, 8), "float32")):\n' + FA + ROOT + '''    B = T.alloc_buffer((45,))
+    for c_o in range(2):
+        for ax0 in range(23):
+            with T.block("init"):
+                vi = T.axis.spatial(45, c_o * 22 + ax0)
+                T.reads()
+                T.writes(B[vi])
+                B[vi] = T.Cast("float32", vi)
+        for h, w, c_i in T.grid(8, 8, 360):
+            with T.block("compute"):
+                hh, ww = T.axis.remap("SS", [h, w])
+                cc = T.axis.spatial(720, c_o * 360 + c_i)
+                T.reads(X[cc, hh, ww], B[cc // 16])
+                T.writes(Y[cc, hh, ww])
+                Y[cc, hh, ww] = X[cc, hh, ww] + B[cc // 16]
+''', note="`B[vi] = vi` stores an int32 into a float32 buffer; TVMScript inserts the cast, printed T.Cast(\"float32\", vi).")

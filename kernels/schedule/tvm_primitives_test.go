@@ -42,7 +42,7 @@ func TestTVMPrimitives(t *testing.T) {
 			}
 		})
 	}
-	for _, s := range tally.Stale() {
+	for _, s := range known.Stale(caseNames(cases)) {
 		t.Errorf("%s/known-failures.txt lists %s, which has no case", dir, s)
 	}
 	t.Logf("%s: %s", dir, tally.Summary())
@@ -99,4 +99,13 @@ func tvmPrimitiveCase(t *testing.T, dir string) error {
 		return errors.New("printed IR differs from TVM's: " + d)
 	}
 	return nil
+}
+
+// caseNames returns the folder names of the given case files.
+func caseNames(files []string) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = filepath.Base(filepath.Dir(f))
+	}
+	return out
 }

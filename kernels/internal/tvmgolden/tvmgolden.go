@@ -113,17 +113,12 @@ type Tally struct {
 	Total    int
 	Matched  int
 	failures []string
-	seen     map[string]bool
 }
 
 // Record notes the outcome of one case (mismatch nil: it matched). It
 // returns an error when the outcome breaks the list: an unlisted case that
 // fails, or a listed case that now matches (take it off the list).
 func (t *Tally) Record(name string, mismatch error) error {
-	if t.seen == nil {
-		t.seen = map[string]bool{}
-	}
-	t.seen[name] = true
 	t.Total++
 	reason, known := t.Known[name]
 	if mismatch == nil {
@@ -140,11 +135,17 @@ func (t *Tally) Record(name string, mismatch error) error {
 	return nil
 }
 
-// Stale returns the listed cases that no test recorded, sorted.
-func (t *Tally) Stale() []string {
+// Stale returns the listed cases that are not among cases (the names of
+// the case folders), sorted: entries left behind by a renamed or removed
+// case. It does not depend on which cases a -run filter let run.
+func (k KnownFailures) Stale(cases []string) []string {
+	have := make(map[string]bool, len(cases))
+	for _, c := range cases {
+		have[c] = true
+	}
 	var out []string
-	for name := range t.Known {
-		if !t.seen[name] {
+	for name := range k {
+		if !have[name] {
 			out = append(out, name)
 		}
 	}

@@ -71,7 +71,7 @@ func TestTallyKeepsTheListHonest(t *testing.T) {
 	if err := tl.Record("new", mismatch); err == nil {
 		t.Error("an unlisted failing case was not reported")
 	}
-	if s := tl.Stale(); len(s) != 1 || s[0] != "stale" {
+	if s := tl.Known.Stale([]string{"ok", "known", "fixed", "new"}); len(s) != 1 || s[0] != "stale" {
 		t.Errorf("Stale() = %v", s)
 	}
 	if tl.Matched != 2 || tl.Total != 4 || !strings.HasPrefix(tl.Summary(), "matched 2/4") {

@@ -563,3 +563,45 @@ case("compute-at-non-perfect-channel-group", "test_tir_schedule_compute_at.py::t
                 T.writes(Y[cc, hh, ww])
                 Y[cc, hh, ww] = X[cc, hh, ww] + B[cc // 16]
 ''', note="`B[vi] = vi` stores an int32 into a float32 buffer; TVMScript inserts the cast, printed T.Cast(\"float32\", vi).")
+
+NUTC = wl("non_uniform_tiled_conv", [("x", [1, 3, 100, 100]), ("w", [16, 3, 3, 3]), ("y", [1, 16, 98, 98])], [
+    blk("cache", [["ax0", 1], ["ax1", 3], ["ax2", 100], ["ax3", 100]], [("v0", "S", 1), ("v1", "S", 3), ("v2", "S", 100), ("v3", "S", 100)],
+        "x_global[v0, v1, v2, v3] = x[v0, v1, v2, v3]"),
+    dict(blk("compute", [["n", 1], ["c_o", 16], ["h", 98], ["w_", 98], ["c_i", 3], ["kh", 3], ["kw", 3]],
+             [("nn", "S", 1), ("cc", "S", 16), ("hh", "S", 98), ("ww", "S", 98), ("rc", "R", 3), ("rh", "R", 3), ("rw", "R", 3)],
+             "y[nn, cc, hh, ww] = y[nn, cc, hh, ww] + x_global[nn, cc // 16 * 3 + rc, hh + rh, ww + rw] * w[cc, rc, rh, rw]",
+             init="y[nn, cc, hh, ww] = T.float32(0)"), bindings=["0", "c_o", "h", "w_", "c_i", "kh", "kw"])],
+    allocs=[("x_global", [1, 3, 100, 100])])
+case("compute-at-non-uniform-tiled-conv", "test_tir_schedule_compute_at.py::test_compute_at_non_uniform_tiled_conv (expected non_uniform_tiled_conv_after_compute_at)", NUTC,
+     [["GetBlock", [], ["compute", "main"], ["b0"]], ["GetLoops", ["b0"], [], ["l1", "l2", "l3", "l4", "l5", "l6", "l7"]],
+      ["Split", ["l3", 7, 15], [1, 0], ["l8", "l9"]], ["Split", ["l4", 7, 15], [1, 0], ["l10", "l11"]],
+      ["Reorder", ["l8", "l10", "l1", "l2", "l9", "l11"], [], []],
+      ["GetBlock", [], ["cache", "main"], ["b12"]], ["ComputeAt", ["b12", "l10"], [0, -1], []]],
+     'def main(x: T.Buffer((1, 3, 100, 100), "float32"), w: T.Buffer((16, 3, 3, 3), "float32"), y: T.Buffer((1, 16, 98, 98), "float32")):\n' + FA + ROOT + '''    x_global = T.alloc_buffer((1, 3, 100, 100))
+    for h_0, w__0 in T.grid(7, 7):
+        for ax0, ax1, ax2 in T.grid(3, 17, 17):
+            with T.block("cache"):
+                v0 = T.axis.spatial(1, 0)
+                v1 = T.axis.spatial(3, ax0)
+                v2 = T.axis.spatial(100, h_0 * 15 + ax1)
+                v3 = T.axis.spatial(100, w__0 * 15 + ax2)
+                T.where(h_0 * 15 + ax1 < 100 and w__0 * 15 + ax2 < 100)
+                T.reads(x[v0, v1, v2, v3])
+                T.writes(x_global[v0, v1, v2, v3])
+                x_global[v0, v1, v2, v3] = x[v0, v1, v2, v3]
+        for n, c_o, h_1, w__1, c_i, kh, kw in T.grid(1, 16, 15, 15, 3, 3, 3):
+            with T.block("compute"):
+                nn = T.axis.spatial(1, 0)
+                cc = T.axis.spatial(16, c_o)
+                hh = T.axis.spatial(98, h_0 * 15 + h_1)
+                ww = T.axis.spatial(98, w__0 * 15 + w__1)
+                rc, rh, rw = T.axis.remap("RRR", [c_i, kh, kw])
+                T.where(h_0 * 15 + h_1 < 98 and w__0 * 15 + w__1 < 98)
+                T.reads(x_global[nn, cc // 16 * 3 + rc, hh + rh, ww + rw], w[cc, rc, rh, rw])
+                T.writes(y[nn, cc, hh, ww])
+                with T.init():
+                    y[nn, cc, hh, ww] = T.float32(0)
+                y[nn, cc, hh, ww] = y[nn, cc, hh, ww] + x_global[nn, cc // 16 * 3 + rc, hh + rh, ww + rw] * w[cc, rc, rh, rw]
+''', note=("Before module: the compute block's loops h and w_ (w_ because w is the weight's name) split by 15 and "
+           "reordered by the first instructions of trace.json, the test's module up to loop names "
+           "(h_o/h_i/w_o/w_i are h_0/h_1/w__0/w__1, as Split names them)."))

@@ -605,3 +605,49 @@ case("compute-at-non-uniform-tiled-conv", "test_tir_schedule_compute_at.py::test
 ''', note=("Before module: the compute block's loops h and w_ (w_ because w is the weight's name) split by 15 and "
            "reordered by the first instructions of trace.json, the test's module up to loop names "
            "(h_o/h_i/w_o/w_i are h_0/h_1/w__0/w__1, as Split names them)."))
+
+TMM = wl("transformed_matmul", [("A", [128, 128]), ("B", [128, 128]), ("C", [128, 128])], [
+    dict(blk("update", [["i0", 128], ["i1", 128], ["i2_outer", 4], ["i2_inner_outer", 8], ["i2_inner_inner", 4]],
+             [("vi", "S", 128), ("vj", "S", 128), ("vk", "R", 128)],
+             "C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]", init="C[vi, vj] = 0.0"),
+         bindings=["i0", "i1", "i2_outer * 32 + i2_inner_outer * 4 + i2_inner_inner"])])
+TMM_LOOPS = [["GetBlock", [], ["update", "main"], ["b0"]], ["GetLoops", ["b0"], [], ["l1", "l2", "l3", "l4", "l5"]]]
+MM_RF = SIGMM + ROOT + '''    C_rf = T.alloc_buffer((4, 128, 128))
+    for i0, i1, i2_outer, i2_inner_outer, i2_inner_inner in T.grid(128, 128, 4, 8, 4):
+        with T.block("update_rf"):
+            vi2_inner_inner, vi, vj, vi2_outer, vi2_inner_outer = T.axis.remap("SSSRR", [i2_inner_inner, i0, i1, i2_outer, i2_inner_outer])
+            T.reads(A[vi, vi2_outer * 32 + vi2_inner_outer * 4 + vi2_inner_inner], B[vj, vi2_outer * 32 + vi2_inner_outer * 4 + vi2_inner_inner])
+            T.writes(C_rf[vi2_inner_inner, vi, vj])
+            with T.init():
+                C_rf[vi2_inner_inner, vi, vj] = T.float32(0)
+            C_rf[vi2_inner_inner, vi, vj] = C_rf[vi2_inner_inner, vi, vj] + A[vi, vi2_outer * 32 + vi2_inner_outer * 4 + vi2_inner_inner] * B[vj, vi2_outer * 32 + vi2_inner_outer * 4 + vi2_inner_inner]
+    for i0, i1, i2_inner_inner in T.grid(128, 128, 4):
+        with T.block("update"):
+            vi2_inner_inner, vi, vj = T.axis.remap("RSS", [i2_inner_inner, i0, i1])
+            T.reads(C_rf[vi2_inner_inner, vi, vj])
+            T.writes(C[vi, vj])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + C_rf[vi2_inner_inner, vi, vj]
+'''
+NOTE_MMRF = ("Printed as TVM v0.20 names things (see rfactor-square-sum): rfactor buffer `C.rf` printed `C_rf`, "
+             "rf iter vars `v<loop>`, write-back loops and iter vars reuse the sibling nest's names; the rfactor "
+             "block's iter vars all bind loop vars of their extent, so they print as one T.axis.remap.")
+case("rfactor-matmul", "test_tir_schedule_rfactor.py::test_reduction_rfactor_matmul (expected matmul_rfactor)", TMM,
+     TMM_LOOPS + [["RFactor", ["l5"], [0], ["b6"]]], MM_RF, note=NOTE_MMRF)
+case("rfactor-matmul-factor-axis-minus-3", "test_tir_schedule_rfactor.py::test_reduction_rfactor_factor_axis_range (expected matmul_rfactor)", TMM,
+     TMM_LOOPS + [["RFactor", ["l5"], [-3], ["b6"]]], MM_RF, note=NOTE_MMRF)
+for name, ax in [("3", 3), ("minus-4", -4)]:
+    case(f"rfactor-fail-factor-axis-{name}", "test_tir_schedule_rfactor.py::test_reduction_rfactor_factor_axis_range_fail", TMM,
+         TMM_LOOPS + [["RFactor", ["l5"], [ax], ["b6"]]], error="tvm.tir.ScheduleError")
+NSP = wl("matmul_not_stage_pipeline", [("A", [256, 256]), ("B", [256, 256]), ("D", [256, 256])], [
+    blk("C", [["i", 128], ["j", 128], ["k", 128]], [("vi", "S", 128), ("vj", "S", 128), ("vk", "R", 128)],
+        "C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]", init="C[vi, vj] = 0.0"),
+    blk("D", [["i", 256], ["j", 256]], [("vi", "S", 256), ("vj", "S", 256)], "D[vi, vj] = C[vi, vj]")], allocs=[("C", [256, 256])])
+case("rfactor-fail-not-stage-pipeline", "test_tir_schedule_rfactor.py::test_reduction_rfactor_not_stage_pipeline", NSP,
+     [["GetBlock", [], ["C", "main"], ["b0"]], ["GetLoops", ["b0"], [], ["l1", "l2", "l3"]], ["RFactor", ["l3"], [0], ["b4"]]], error="tvm.tir.ScheduleError")
+NSBA = wl("matmul_not_same_buffer_access", [("A", [128, 128]), ("B", [128, 128]), ("C", [128, 128])], [
+    blk("C", [["i", 128], ["j", 128], ["k", 128]], [("vi", "S", 128), ("vj", "S", 128), ("vk", "R", 128)],
+        "C[vj, vi] = C[vj, vi] + A[vi, vk] * B[vk, vj]", init="C[vi, vj] = 0.0")])
+case("rfactor-fail-not-same-buffer-access", "test_tir_schedule_rfactor.py::test_reduction_rfactor_not_same_buffer_access", NSBA,
+     [["GetBlock", [], ["C", "main"], ["b0"]], ["GetLoops", ["b0"], [], ["l1", "l2", "l3"]], ["RFactor", ["l3"], [0], ["b4"]]], error="tvm.tir.ScheduleError")

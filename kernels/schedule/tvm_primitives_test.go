@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"dragonx/kernels/internal/tvmgolden"
 	"dragonx/kernels/trace"
-	"dragonx/kernels/workload"
 )
 
 // TestTVMPrimitives runs the primitive tests of apache/tvm
@@ -50,28 +48,9 @@ func TestTVMPrimitives(t *testing.T) {
 
 // tvmPrimitiveCase returns nil when the case behaves as in TVM.
 func tvmPrimitiveCase(t *testing.T, dir string) error {
-	read := func(name string) ([]byte, error) {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return nil, fmt.Errorf("case data: %w", err)
-		}
-		return data, nil
-	}
-	before, err := read("before.json")
+	f, tr, err := tvmgolden.LoadCase(dir, "before.json")
 	if err != nil {
 		return err
-	}
-	data, err := read("trace.json")
-	if err != nil {
-		return err
-	}
-	f, err := workload.Build(before)
-	if err != nil {
-		return fmt.Errorf("before module: %w", err)
-	}
-	tr, err := trace.Parse([]byte(strings.TrimSpace(string(data))))
-	if err != nil {
-		return fmt.Errorf("trace: %w", err)
 	}
 	// A refusal only counts when we have the primitive: an instruction we
 	// do not implement fails the case instead of passing as "refused".
@@ -91,9 +70,9 @@ func tvmPrimitiveCase(t *testing.T, dir string) error {
 	if rerr != nil {
 		return fmt.Errorf("replay: %w", rerr)
 	}
-	want, err := read("expected.tir")
+	want, err := os.ReadFile(filepath.Join(dir, "expected.tir"))
 	if err != nil {
-		return err
+		return fmt.Errorf("case data: %w", err)
 	}
 	if d := tvmgolden.Diff(s.Func().Script(), string(want)); d != "" {
 		return errors.New("printed IR differs from TVM's: " + d)

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"dragonx/kernels/internal/tvmgolden"
 	"dragonx/kernels/trace"
-	"dragonx/kernels/workload"
 )
 
 // tvmGoldenDirs are the test-data folders whose cases carry a module TVM
@@ -57,32 +55,13 @@ func TestTVMGoldens(t *testing.T) {
 
 // tvmGoldenCase returns nil when the case's replay prints TVM's module.
 func tvmGoldenCase(dir, name string) error {
-	read := func(name string) ([]byte, error) {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return nil, fmt.Errorf("case data: %w", err)
-		}
-		return data, nil
+	want, err := os.ReadFile(filepath.Join(dir, "expected.tir"))
+	if err != nil {
+		return fmt.Errorf("case data: %w", err)
 	}
-	want, err := read("expected.tir")
+	f, tr, err := tvmgolden.LoadCase(dir, "workload.json")
 	if err != nil {
 		return err
-	}
-	spec, err := read("workload.json")
-	if err != nil {
-		return err
-	}
-	data, err := read("trace.json")
-	if err != nil {
-		return err
-	}
-	f, err := workload.Build(spec)
-	if err != nil {
-		return fmt.Errorf("workload: %w", err)
-	}
-	tr, err := trace.Parse([]byte(strings.TrimSpace(string(data))))
-	if err != nil {
-		return fmt.Errorf("trace: %w", err)
 	}
 	s, err := trace.Replay(context.Background(), f, tr, trace.Options{})
 	if err != nil {

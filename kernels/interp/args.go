@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -54,4 +55,34 @@ func AllClose(got, want []float32, rtol, atol float64) error {
 		return nil
 	}
 	return fmt.Errorf("kernels: %d of %d elements differ; first at %d: got %g, want %g", bad, len(got), first, got[first], want[first])
+}
+
+// SameOutputs runs base and sched (a schedule of base: same parameters) on
+// the same inputs, RandomArgs(base, seed), and checks every buffer with
+// AllClose(rtol, atol). The error names the first buffer that differs.
+func SameOutputs(ctx context.Context, base, sched *ir.PrimFunc, seed uint64, rtol, atol float64) error {
+	if len(base.Params) != len(sched.Params) {
+		return fmt.Errorf("kernels: the schedule has %d parameters, the base %d", len(sched.Params), len(base.Params))
+	}
+	want := RandomArgs(base, seed)
+	got := CloneArgs(want)
+	for _, run := range []struct {
+		name string
+		f    *ir.PrimFunc
+		args [][]float32
+	}{{"base", base, want}, {"schedule", sched, got}} {
+		p, err := Compile(run.f)
+		if err != nil {
+			return fmt.Errorf("kernels: %s: %w", run.name, err)
+		}
+		if err := p.Run(ctx, run.args); err != nil {
+			return fmt.Errorf("kernels: %s: %w", run.name, err)
+		}
+	}
+	for i := range want {
+		if err := AllClose(got[i], want[i], rtol, atol); err != nil {
+			return fmt.Errorf("buffer %s: %w", base.Params[i].Name(), err)
+		}
+	}
+	return nil
 }

@@ -154,26 +154,7 @@ func checkSame(t testing.TB, base, sched *ir.PrimFunc) {
 }
 
 func sameResults(base, sched *ir.PrimFunc, seed uint64) error {
-	want := interp.RandomArgs(base, seed)
-	got := interp.CloneArgs(want)
-	for _, run := range []struct {
-		f    *ir.PrimFunc
-		args [][]float32
-	}{{base, want}, {sched, got}} {
-		p, err := interp.Compile(run.f)
-		if err != nil {
-			return err
-		}
-		if err := p.Run(context.Background(), run.args); err != nil {
-			return err
-		}
-	}
-	for i := range want {
-		if err := interp.AllClose(got[i], want[i], 1e-4, 1e-4); err != nil {
-			return errors.New("buffer " + base.Params[i].Name() + ": " + err.Error())
-		}
-	}
-	return nil
+	return interp.SameOutputs(context.Background(), base, sched, seed, 1e-4, 1e-4)
 }
 
 // wantError checks that err is a schedule error of primitive prim whose

@@ -280,26 +280,7 @@ func decisionsOf(tr *trace.Trace) string {
 // sameOutputs runs base and sched on the same seeded inputs and compares
 // every buffer, returning the first difference.
 func sameOutputs(base, sched *ir.PrimFunc, seed uint64) error {
-	want := interp.RandomArgs(base, seed)
-	got := interp.CloneArgs(want)
-	for _, run := range []struct {
-		f    *ir.PrimFunc
-		args [][]float32
-	}{{base, want}, {sched, got}} {
-		p, err := interp.Compile(run.f)
-		if err != nil {
-			return err
-		}
-		if err := p.Run(context.Background(), run.args); err != nil {
-			return err
-		}
-	}
-	for i := range want {
-		if err := interp.AllClose(got[i], want[i], 1e-4, 1e-4); err != nil {
-			return fmt.Errorf("buffer %s: %w", base.Params[i].Name(), err)
-		}
-	}
-	return nil
+	return interp.SameOutputs(context.Background(), base, sched, seed, 1e-4, 1e-4)
 }
 
 // TestT2DSketchNumeric runs TVM's T2D sketch (the test's decisions) and the

@@ -571,24 +571,8 @@ func TestC1DSketchMatchesTVM(t *testing.T) {
 // inputs and compares every buffer.
 func sameResults(t *testing.T, base, sched *ir.PrimFunc) {
 	t.Helper()
-	want := interp.RandomArgs(base, 7)
-	got := interp.CloneArgs(want)
-	for _, run := range []struct {
-		f    *ir.PrimFunc
-		args [][]float32
-	}{{base, want}, {sched, got}} {
-		p, err := interp.Compile(run.f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Run(context.Background(), run.args); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range want {
-		if err := interp.AllClose(got[i], want[i], 1e-4, 1e-4); err != nil {
-			t.Fatalf("buffer %s: %v", base.Params[i].Name(), err)
-		}
+	if err := interp.SameOutputs(context.Background(), base, sched, 7, 1e-4, 1e-4); err != nil {
+		t.Fatal(err)
 	}
 }
 

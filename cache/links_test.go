@@ -49,19 +49,7 @@ func TestTreeLinksResolved(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tree, err := cache.DecodeTree([]byte(tt.in))
-			if tt.err == "" {
-				if err != nil {
-					t.Fatalf("DecodeTree(%q): %v", tt.in, err)
-				}
-				if got := string(tree.Encode()); got != tt.in {
-					t.Fatalf("DecodeTree(%q).Encode() = %q", tt.in, got)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Fatalf("DecodeTree(%q) error = %v, want one containing %q", tt.in, err, tt.err)
-			}
+			checkDecodeTree(t, tt.in, tt.err)
 		})
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"dragonx/internal/safeio"
 )
 
 // PutPath stores the file or directory at path (following path itself if
@@ -76,7 +78,7 @@ func LstatNoLinks(root *os.Root, rel string) (fs.FileInfo, error) {
 			return nil, fmt.Errorf("cache: %s is a symbolic link (to %q); outputs are collected without following links: declare the file or directory it points to, or copy it in place of the link", p, target)
 		}
 		if i < len(elems)-1 && !info.IsDir() {
-			return nil, fmt.Errorf("cache: %s is a %s, not a directory", p, typeName(info.Mode()))
+			return nil, fmt.Errorf("cache: %s is %s, not a directory", p, safeio.Describe(info.Mode()))
 		}
 	}
 	return info, nil
@@ -202,7 +204,7 @@ func walkPath(ctx context.Context, fsys pathFS, root string, info fs.FileInfo, f
 		return Output{Digest: d, Size: n, Exec: info.Mode()&0o111 != 0}, nil
 	case info.IsDir():
 	default:
-		return Output{}, fmt.Errorf("cache: %s is a %s, not a file or directory", root, typeName(info.Mode()))
+		return Output{}, fmt.Errorf("cache: %s is %s, not a file or directory", root, safeio.Describe(info.Mode()))
 	}
 	t := &Tree{}
 	if err := walkDir(ctx, fsys, root, "", info, t, fileFn); err != nil {
@@ -284,28 +286,11 @@ func walkDir(ctx context.Context, fsys pathFS, name, rel string, info fs.FileInf
 				return err
 			}
 		default:
-			return fmt.Errorf("cache: %s is a %s; a stored directory may hold only files, directories and links", p, typeName(mode))
+			return fmt.Errorf("cache: %s is %s; a stored directory may hold only files, directories and links", p, safeio.Describe(mode))
 		}
 		t.Entries = append(t.Entries, e)
 	}
 	return nil
-}
-
-func typeName(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m.IsDir():
-		return "directory"
-	default:
-		return "special file"
-	}
 }
 
 // racyWindow: a file modified this recently may still change within its

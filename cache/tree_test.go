@@ -53,19 +53,7 @@ func TestDecodeTree(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tree, err := cache.DecodeTree([]byte(tt.in))
-			if tt.err == "" {
-				if err != nil {
-					t.Fatalf("DecodeTree(%q): %v", tt.in, err)
-				}
-				if got := string(tree.Encode()); got != tt.in {
-					t.Fatalf("DecodeTree(%q).Encode() = %q, want the input back", tt.in, got)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Fatalf("DecodeTree(%q) error = %v, want one containing %q", tt.in, err, tt.err)
-			}
+			checkDecodeTree(t, tt.in, tt.err)
 		})
 	}
 }
@@ -156,4 +144,23 @@ func FuzzDecodeTree(f *testing.F) {
 			t.Fatalf("DecodeTree(%q).Encode() = %q; a decoded tree must re-encode to its input", b, got)
 		}
 	})
+}
+
+// checkDecodeTree decodes in: with wantErr empty it must decode and
+// encode back to in, otherwise fail with an error containing wantErr.
+func checkDecodeTree(t *testing.T, in, wantErr string) {
+	t.Helper()
+	tree, err := cache.DecodeTree([]byte(in))
+	if wantErr == "" {
+		if err != nil {
+			t.Fatalf("DecodeTree(%q): %v", in, err)
+		}
+		if got := string(tree.Encode()); got != in {
+			t.Fatalf("DecodeTree(%q).Encode() = %q, want the input back", in, got)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("DecodeTree(%q) error = %v, want one containing %q", in, err, wantErr)
+	}
 }

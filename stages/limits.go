@@ -44,21 +44,32 @@ func checkNesting(src []byte, filename string, start hcl.Pos) *hcl.Diagnostic {
 // lexNesting is checkNesting by HCL's lexer.
 func lexNesting(src []byte, filename string, start hcl.Pos) *hcl.Diagnostic {
 	toks, _ := hclsyntax.LexConfig(src, filename, start)
-	depth := 0
+	_, over := tokenDepth(toks, MaxNesting)
+	if over == nil {
+		return nil
+	}
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Nesting too deep",
+		Detail: fmt.Sprintf("Brackets, braces, parentheses, blocks, strings and interpolations nest more than %d levels deep here; dragonx refuses such input rather than risk running out of stack. Split the expression with locals.",
+			MaxNesting),
+		Subject: over,
+	}
+}
+
+// tokenDepth returns the greatest nesting depth of toks and, when it is
+// over limit, the range of the first token that goes over.
+func tokenDepth(toks hclsyntax.Tokens, limit int) (int, *hcl.Range) {
+	depth, maxDepth := 0, 0
 	for _, t := range toks {
 		switch t.Type {
 		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
 			hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc,
 			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
 			depth++
-			if depth > MaxNesting {
-				return &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Nesting too deep",
-					Detail: fmt.Sprintf("Brackets, braces, parentheses, blocks, strings and interpolations nest more than %d levels deep here; dragonx refuses such input rather than risk running out of stack. Split the expression with locals.",
-						MaxNesting),
-					Subject: t.Range.Ptr(),
-				}
+			maxDepth = max(maxDepth, depth)
+			if depth > limit {
+				return maxDepth, t.Range.Ptr()
 			}
 		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen,
 			hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc, hclsyntax.TokenTemplateSeqEnd:
@@ -67,7 +78,7 @@ func lexNesting(src []byte, filename string, start hcl.Pos) *hcl.Diagnostic {
 			depth = max(depth-1, 0)
 		}
 	}
-	return nil
+	return maxDepth, nil
 }
 
 // scanNesting returns the greatest depth that lexNesting would count in

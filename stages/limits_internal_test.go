@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -12,20 +13,8 @@ import (
 // lexDepth is the greatest depth lexNesting counts in src.
 func lexDepth(src []byte) int {
 	toks, _ := hclsyntax.LexConfig(src, "x.hcl", hcl.InitialPos)
-	depth, maxDepth := 0, 0
-	for _, t := range toks {
-		switch t.Type {
-		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
-			hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc,
-			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
-			depth++
-			maxDepth = max(maxDepth, depth)
-		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen,
-			hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc, hclsyntax.TokenTemplateSeqEnd:
-			depth = max(depth-1, 0)
-		}
-	}
-	return maxDepth
+	d, _ := tokenDepth(toks, math.MaxInt)
+	return d
 }
 
 // nestingFragments are the pieces of HCL whose lexing decides the depth.

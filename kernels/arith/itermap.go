@@ -513,8 +513,10 @@ func (m *iterMapper) fuse(s isum, allowEarlySkip bool) (isum, bool) {
 	if base == -1 {
 		return isum{}, false
 	}
+	// A negative base scale is fused as TVM fuses it (rh * -1 + 3 is a
+	// split of scale -1 of the mark rh); a zero one (x - x) is not.
 	baseScale := s.args[base].scale
-	if baseScale <= 0 {
+	if baseScale == 0 {
 		return isum{}, false
 	}
 	expected, tail := baseScale, int64(0)

@@ -57,6 +57,11 @@ func TestIterMapSimplifyTVM(t *testing.T) {
 			in:   []ir.Expr{ir.FloorDiv(x, c(4)), ir.FloorMod(x, c(4)), ir.FloorMod(ir.FloorDiv(x, c(4)), c(4))},
 			want: []string{"x // 4", "x % 4", "x % 16 // 4"}},
 		{name: "constant", iters: []LoopIter{{x, 4}}, in: []ir.Expr{ir.Add(c(2), c(3))}, want: []string{"5"}},
+		// TVM's t2d_0 (test_meta_schedule_space_cuda.py): the weight_shared
+		// binding 3 - rh_0 + 0 after compute-at and Fuse is a split of
+		// scale -1.
+		{name: "reversed index", iters: []LoopIter{{x, 4}, {y, 8}},
+			in: []ir.Expr{ir.Add(ir.Sub(c(3), x), c(0)), ir.FloorDiv(y, c(2))}, want: []string{"x * -1 + 3", "y // 2"}},
 		{name: "offset", iters: []LoopIter{{x, 4}, {y, 3}}, in: []ir.Expr{ir.Add(ir.Add(ir.Mul(x, c(2)), y), c(1))}, want: []string{"x * 2 + y + 1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -80,17 +80,6 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 	}
 	body := loop.Body
 	marks := markBindings(body, []*ir.Var{loop.Var})
-	// A binding that is the loop variable itself (the common case: a loop
-	// not yet split or fused) becomes the canonical form of value
-	// directly, instead of being substituted and simplified.
-	for _, mk := range marks {
-		for i, v := range mk.r.IterValues {
-			if mk.uses[i] && v == ir.Expr(loop.Var) {
-				mk.r.IterValues[i] = splitValue(vars, fs, preserveUnitIters)
-				mk.uses[i] = false
-			}
-		}
-	}
 	substituteLoopVars(body, map[*ir.Var]ir.Expr{loop.Var: value}, marks)
 
 	// Step 2. The predicate of an imperfect split, on the blocks directly
@@ -183,39 +172,6 @@ func (s *Schedule) splitSymbolic(l LoopRV, loop *ir.For, lp loopPath, factors []
 		out[i] = s.newLoopRV(nl)
 	}
 	return out, s.done(prim)
-}
-
-// splitValue returns the simplified value of the loop variable that Split
-// replaces by vars (outermost first, with extents fs): the sum of each
-// variable times the product of the extents inside it, terms by
-// decreasing coefficient, as the simplifier writes it. Without
-// preserveUnit, the variables of unit loops are left out (they are 0).
-func splitValue(vars []*ir.Var, fs []int64, preserveUnit bool) ir.Expr {
-	t := vars[0].DType()
-	var e ir.Expr
-	k := int64(1)
-	for _, f := range fs {
-		k *= f
-	}
-	for i, v := range vars {
-		k /= fs[i]
-		if !preserveUnit && fs[i] == 1 {
-			continue
-		}
-		var term ir.Expr = v
-		if k != 1 {
-			term = ir.NewBinary(ir.OpMul, v, ir.IntImmOf(t, k))
-		}
-		if e == nil {
-			e = term
-		} else {
-			e = ir.NewBinary(ir.OpAdd, e, term)
-		}
-	}
-	if e == nil {
-		return ir.IntImmOf(t, 0)
-	}
-	return e
 }
 
 // Fuse fuses a chain of nested loops, outermost first, into one (TVM's

@@ -94,36 +94,28 @@ func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr, marks bindingMarks) {
 	}
 }
 
-// simplifyBindings simplifies the marked iter values (see markBindings)
-// of the BlockRealizes under s, knowing the ranges of the loops above s
-// (outer) and of those met on the way down: what TVM's
-// IterMapSimplifyBlockBinding does after Split and Fuse, with
-// arith.IterMapSimplify where it applies and the canonical simplifier
-// otherwise. With preserveUnit
-// false, variables of unit loops are replaced by 0 first (TVM's
+// simplifyBindings simplifies the iter values of the BlockRealizes under
+// s that have marked ones (see markBindings), knowing the ranges of the
+// loops above s (outer) and of those met on the way down: TVM's
+// IterMapSimplifyBlockBinding after Split and Fuse. All the bindings of
+// such a realize go through arith.IterMapSimplify with its predicate; when
+// it does not apply they stay as substituted, as TVM leaves them (which
+// keeps forms such as fused % 48 // 16, or e + 0 for a unit loop). With
+// preserveUnit false, variables of unit loops become 0 (TVM's
 // simplify_trivial_iterators); with true they stay, so that a unit tile
 // still shows in the bindings as TVM keeps it.
 func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks bindingMarks, preserveUnit bool) {
 	if !marks.any() {
 		return
 	}
-	la := sch.analyzer()
+	la := sch.analyzer() // for its reusable IterMapSimplify scratch
 	defer sch.release(la)
-	a := la.Analyzer
-	var unit map[*ir.Var]ir.Expr
 	iters := make([]arith.LoopIter, 0, len(outer)+8)
 	bind := func(l *ir.For) {
-		n, ok := l.ConstExtent()
 		// A symbolic extent (n = 0 here) is never read: bindings under
 		// such a loop are left as they are (below).
+		n, _ := l.ConstExtent()
 		iters = append(iters, arith.LoopIter{Var: l.Var, Extent: n})
-		la.trackLoop(l)
-		if !preserveUnit && ok && n == 1 {
-			if unit == nil {
-				unit = map[*ir.Var]ir.Expr{}
-			}
-			unit[l.Var] = ir.IntImmOf(l.Var.DType(), 0)
-		}
 	}
 	// TVM's IterMapSimplify leaves every binding as it is when a loop
 	// around the block has an extent that depends on another loop (its
@@ -149,28 +141,12 @@ func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks bindingM
 			walk(x.Then, sym)
 			walk(x.Else, sym)
 		case *ir.BlockRealize:
-			if sym {
+			if sym || marks.of(x) == nil {
 				return
 			}
-			m := marks.of(x)
-			if m == nil {
-				return
-			}
-			// TVM's IterMapSimplify, on all the bindings with the block's
-			// predicate; where it does not apply, the canonical
-			// simplifier.
-			if a.IterMapSimplify(x.IterValues, x.IterValues, iters, x.Predicate, !preserveUnit) {
-				return
-			}
-			for i, v := range x.IterValues {
-				if m == nil || !m[i] {
-					continue
-				}
-				if unit != nil {
-					v = ir.SubstituteMap(v, unit)
-				}
-				x.IterValues[i] = a.Simplify(v)
-			}
+			// On failure the bindings are not written: they stay as
+			// substituted.
+			la.IterMapSimplify(x.IterValues, x.IterValues, iters, x.Predicate, !preserveUnit)
 		}
 	}
 	walk(s, symOuter)

@@ -146,7 +146,11 @@
 // T.axis.remap / T.axis.spatial, T.where, T.reads, T.writes, T.block_attr,
 // T.init, T.alloc_buffer), deterministically and following TVM's printer
 // rules (names scoped per loop and block, runs of simple bindings
-// remapped). StmtString and ExprString print parts.
+// remapped, and its sugar rule for binary operators: a + b, a * b, a < b,
+// a and b ... only where TVM's operator function would rebuild the same
+// node, T.Add(e, 0), T.Mul(0, 128) ... where its constant folding would
+// change it; integer Div is T.Div, Mod T.truncmod). StmtString and
+// ExprString print parts.
 //
 // # Navigating
 //

@@ -3,6 +3,7 @@ package ir
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -481,6 +482,81 @@ var infix = [numBinOps]struct {
 	OpAnd: {"and", precAnd}, OpOr: {"or", precOr},
 }
 
+// callName is how TVM's printer writes a binary node as a call: always
+// for Min, Max and Mod (truncmod), for integer Div, and for the others
+// when the node is not sugared (see sugared).
+var callName = [numBinOps]string{
+	OpAdd: "T.Add", OpSub: "T.Sub", OpMul: "T.Mul", OpDiv: "T.Div", OpMod: "T.truncmod",
+	OpFloorDiv: "T.FloorDiv", OpFloorMod: "T.FloorMod", OpMin: "T.min", OpMax: "T.max",
+	OpEQ: "T.EQ", OpNE: "T.NE", OpLT: "T.LT", OpLE: "T.LE", OpGT: "T.GT", OpGE: "T.GE",
+	OpAnd: "T.And", OpOr: "T.Or",
+}
+
+// sugared reports whether TVM's printer writes x with its infix operator
+// (src/script/printer/tir/expr.cc): for +, -, *, //, %, the comparisons,
+// and and or, only when TVM's operator function (tvm::add, tvm::mul, ...)
+// applied to x's operands would build x again, that is when its constant
+// folding (arith::TryConstFold) does not apply; a node that folding would
+// change, such as an unsimplified 0 * 128 or e + 0, is written T.Mul(0,
+// 128), T.Add(e, 0). Division is / only on floats that tvm::div does not
+// fold; Min, Max and truncmod are always calls.
+func sugared(x *Binary) bool {
+	switch x.op {
+	case OpMin, OpMax, OpMod:
+		return false
+	case OpDiv:
+		return x.t.IsFloat() && !tvmFolds(x)
+	}
+	return !tvmFolds(x)
+}
+
+// tvmFolds reports whether TVM's arith::TryConstFold (v0.20
+// src/arith/const_fold.h) folds the operator of x on x's operands. The
+// operands' types are equal in the IR, so TVM's BinaryOpMatchTypes leaves
+// them alone.
+func tvmFolds(x *Binary) bool {
+	ia, aInt := x.a.(*IntImm)
+	ib, bInt := x.b.(*IntImm)
+	fa, aFloat := x.a.(*FloatImm)
+	fb, bFloat := x.b.(*FloatImm)
+	isInt := func(ok bool, c *IntImm, vs ...int64) bool {
+		return ok && slices.Contains(vs, c.v)
+	}
+	isFloat := func(ok bool, c *FloatImm, vs ...float64) bool {
+		return ok && slices.Contains(vs, c.v)
+	}
+	// Float constants fold only at 32 and 64 bits.
+	floats := aFloat && bFloat && (x.t.Bits() == 32 || x.t.Bits() == 64)
+	switch x.op {
+	case OpAdd:
+		return aInt && bInt || isInt(aInt, ia, 0) || isInt(bInt, ib, 0) ||
+			floats || isFloat(aFloat, fa, 0) || isFloat(bFloat, fb, 0)
+	case OpSub:
+		return aInt && bInt || isInt(bInt, ib, 0) || floats || isFloat(bFloat, fb, 0)
+	case OpMul:
+		return aInt && bInt || isInt(aInt, ia, 0, 1) || isInt(bInt, ib, 0, 1) ||
+			floats || isFloat(aFloat, fa, 0, 1) || isFloat(bFloat, fb, 0, 1)
+	case OpDiv:
+		return aInt && bInt || isInt(aInt, ia, 0) || isInt(bInt, ib, 1) ||
+			floats || isFloat(aFloat, fa, 0) || isFloat(bFloat, fb, 1)
+	case OpFloorDiv:
+		if aFloat && bFloat && fb.v != 0 {
+			return floats // other widths: not folded, and no further rule
+		}
+		return aInt && bInt || isInt(aInt, ia, 0) || isInt(bInt, ib, 1) ||
+			isFloat(aFloat, fa, 0) || isFloat(bFloat, fb, 1)
+	case OpFloorMod:
+		// Folded on index types (int32, int64) only.
+		idx := func(e Expr) bool { t := e.DType(); return t == Int32 || t == Int64 }
+		return idx(x.a) && idx(x.b) && (aInt && bInt || isInt(aInt, ia, 0) || isInt(bInt, ib, 1))
+	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
+		return aInt && bInt || aFloat && bFloat
+	case OpAnd, OpOr:
+		return aInt || bInt
+	}
+	return false
+}
+
 func (p *printer) exprString(e Expr) string {
 	var q printer
 	q.names, q.used, q.extents = p.names, p.used, p.extents
@@ -495,12 +571,13 @@ func exprPrec(e Expr) int {
 			return precUnary
 		}
 	case *Binary:
-		if x.op == OpDiv && x.t.IsFloat() {
+		if !sugared(x) {
+			return precAtom
+		}
+		if x.op == OpDiv {
 			return precMul
 		}
-		if s := infix[x.op]; s.sym != "" {
-			return s.prec
-		}
+		return infix[x.op].prec
 	case *Not:
 		return precNot
 	}
@@ -532,20 +609,11 @@ func (p *printer) expr(e Expr, _ int) {
 		p.b.WriteString(p.varName(x))
 	case *Binary:
 		sym, prec := infix[x.op].sym, infix[x.op].prec
-		if x.op == OpDiv && x.t.IsFloat() {
+		if x.op == OpDiv {
 			sym, prec = "/", precMul
 		}
-		if sym == "" {
-			fn := "T.truncmod"
-			switch x.op {
-			case OpMin:
-				fn = "T.min"
-			case OpMax:
-				fn = "T.max"
-			case OpDiv:
-				fn = "T.truncdiv"
-			}
-			p.b.WriteString(fn + "(")
+		if !sugared(x) {
+			p.b.WriteString(callName[x.op] + "(")
 			p.expr(x.a, 0)
 			p.b.WriteString(", ")
 			p.expr(x.b, 0)

@@ -24,7 +24,7 @@ func TestExprString(t *testing.T) {
 		{ir.FloorDiv(ir.FloorMod(i, c(64)), c(16)), "i % 64 // 16"},
 		{ir.FloorMod(ir.FloorDiv(i, c(4)), c(8)), "i // 4 % 8"},
 		{ir.Mul(i, c(-1)), "i * -1"},
-		{ir.Div(i, c(2)), "T.truncdiv(i, 2)"},
+		{ir.Div(i, c(2)), "T.Div(i, 2)"},
 		{ir.Mod(i, c(2)), "T.truncmod(i, 2)"},
 		{ir.Div(f, ir.F32(2)), "f / T.float32(2)"},
 		{ir.Min(i, ir.Max(j, c(0))), "T.min(i, T.max(j, 0))"},
@@ -42,6 +42,29 @@ func TestExprString(t *testing.T) {
 		{ir.IntImmOf(ir.Int64, 5), "T.int64(5)"},
 		{ir.Load(S), "S[()]"},
 		{ir.Pow(f, ir.F32(2)), "T.pow(f, T.float32(2))"},
+		// TVM's sugar rule: the operator only where tvm's operator
+		// function would not fold the node (TVM's nrm_1, cap_0, dil_0).
+		{ir.LT(ir.Add(ir.Mul(c(0), c(128)), j), c(1)), "T.Mul(0, 128) + j < 1"},
+		{ir.Add(ir.Add(ir.Mul(i, c(2)), j), c(0)), "T.Add(i * 2 + j, 0)"},
+		{ir.Mul(ir.Add(c(0), i), c(4)), "T.Add(0, i) * 4"},
+		{ir.Sub(c(0), i), "0 - i"},
+		{ir.Sub(i, c(0)), "T.Sub(i, 0)"},
+		{ir.Mul(i, c(1)), "T.Mul(i, 1)"},
+		{ir.Mul(c(0), i), "T.Mul(0, i)"},
+		{ir.FloorDiv(i, c(1)), "T.FloorDiv(i, 1)"},
+		{ir.FloorDiv(c(0), i), "T.FloorDiv(0, i)"},
+		{ir.FloorMod(i, c(1)), "T.FloorMod(i, 1)"},
+		{ir.FloorMod(c(0), i), "T.FloorMod(0, i)"},
+		{ir.FloorMod(i, c(2)), "i % 2"},
+		{ir.FloorMod(ir.IntImmOf(ir.Int64, 7), ir.IntImmOf(ir.Int64, 2)), "T.FloorMod(T.int64(7), T.int64(2))"},
+		{ir.Add(f, ir.F32(0)), "T.Add(f, T.float32(0))"},
+		{ir.Mul(ir.F32(2), ir.F32(3)), "T.Mul(T.float32(2), T.float32(3))"},
+		{ir.Div(f, ir.F32(1)), "T.Div(f, T.float32(1))"},
+		{ir.LT(c(1), c(2)), "T.LT(1, 2)"},
+		{ir.EQ(i, c(2)), "i == 2"},
+		{ir.And(ir.True(), ir.LT(i, j)), "T.And(T.bool(True), i < j)"},
+		{ir.Or(ir.LT(i, j), ir.False()), "T.Or(i < j, T.bool(False))"},
+		{ir.Add(ir.Mul(i, c(2)), ir.Add(j, c(0))), "i * 2 + T.Add(j, 0)"},
 	}
 	for _, tt := range tests {
 		if got := ir.ExprString(tt.e); got != tt.want {

@@ -41,7 +41,9 @@ const (
 //   - calls, with an optional T. or tir. prefix: max, min, exp, sqrt, tanh,
 //     erf, pow, ... (the kernels/ir intrinsics), if_then_else, Select,
 //     Cast("float32", x), truncdiv, truncmod, floordiv, floormod, and the
-//     printer's Add, Sub, Mul, Min, Max.
+//     printer's Add, Sub, Mul, Div, FloorDiv, FloorMod, Min, Max, EQ, NE,
+//     LT, LE, GT, GE, And, Or (it writes these calls for nodes that TVM's
+//     constant folding would change, such as T.Add(e, 0)).
 //
 // Operand types are unified as in TVMScript: an untyped literal takes the
 // type of the other operand; integers of different widths widen. Any other
@@ -709,13 +711,15 @@ func (p *exprParser) call(at token, name string) (val, error) {
 			return val{}, p.errAt(at, "unknown dtype %q", strs[0])
 		}
 		return val{e: ir.CastTo(t, args[1].e)}, nil
-	case "max", "min", "Max", "Min", "Add", "Sub", "Mul", "floordiv", "floormod", "FloorDiv", "FloorMod", "truncdiv", "truncmod", "Div", "Mod":
+	case "max", "min", "Max", "Min", "Add", "Sub", "Mul", "floordiv", "floormod", "FloorDiv", "FloorMod", "truncdiv", "truncmod", "Div", "Mod",
+		"EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or":
 		if err := want(2); err != nil {
 			return val{}, err
 		}
 		op := map[string]string{"max": "max", "Max": "max", "min": "min", "Min": "min", "Add": "+", "Sub": "-", "Mul": "*",
-			"floordiv": "//", "FloorDiv": "//", "floormod": "%", "FloorMod": "%", "truncdiv": "truncdiv", "Div": "truncdiv",
-			"truncmod": "truncmod", "Mod": "truncmod"}[fn]
+			"floordiv": "//", "FloorDiv": "//", "floormod": "%", "FloorMod": "%", "truncdiv": "truncdiv", "Div": "/",
+			"truncmod": "truncmod", "Mod": "truncmod", "EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">=",
+			"And": "and", "Or": "or"}[fn]
 		return p.binaryCall(op, args[0], args[1], at)
 	case "if_then_else", "Select":
 		if err := want(3); err != nil {

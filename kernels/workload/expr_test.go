@@ -62,8 +62,11 @@ func TestParseExpr(t *testing.T) {
 		{"n + i", `n + T.Cast("int64", i)`},
 		{"i + 3000000000", `T.Cast("int64", i) + T.int64(3000000000)`},
 		{"T.int64(7) * n", "T.int64(7) * n"},
-		{"T.truncdiv(i, 3) + T.truncmod(j, 2)", "T.truncdiv(i, 3) + T.truncmod(j, 2)"},
-		{"T.bool(True) and i > 0", "T.bool(True) and i > 0"},
+		{"T.truncdiv(i, 3) + T.truncmod(j, 2)", "T.Div(i, 3) + T.truncmod(j, 2)"},
+		{"T.bool(True) and i > 0", "T.And(T.bool(True), i > 0)"},
+		{"T.Add(i, 0) + T.Mul(0, 128)", "T.Add(i, 0) + T.Mul(0, 128)"},
+		{"T.LT(6, 2) or T.FloorMod(i, 1) == 0", "T.LT(6, 2) or T.FloorMod(i, 1) == 0"},
+		{"T.Div(A[i, j], T.float32(1))", "T.Div(A[i, j], T.float32(1))"},
 		{"X[i] + X[i, j]", "X[i] + X_1[i, j]"},
 		{"T.pow(B[i], 2)", "T.pow(B[i], T.float32(2))"},
 	} {

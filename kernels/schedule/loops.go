@@ -264,8 +264,11 @@ func (s *Schedule) Fuse(ls []LoopRV, preserveUnitIters bool) (LoopRV, error) {
 			l := loops[i]
 			n, _ := l.ConstExtent()
 			var v ir.Expr
-			// TVM's floordiv(floormod(f, lower*extent), lower), without the
-			// parts that are identities (they simplify away anyway).
+			// TVM's floordiv(floormod(f, lower*extent), lower), 0 for a unit
+			// loop, with the folding of TVM's operators: x // 1 is x, so
+			// the innermost loop gets f % extent and the outermost f //
+			// lower. The bindings keep this form where IterMapSimplify does
+			// not apply.
 			switch {
 			case n == 1:
 				v = ir.IntImmOf(l.Var.DType(), 0)

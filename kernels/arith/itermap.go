@@ -100,7 +100,7 @@ func (m *iterMapper) run(dst, indices []ir.Expr, iters []LoopIter, pred ir.Expr,
 		m.sums = append(m.sums, s)
 	}
 	for i, s := range m.sums {
-		dst[i] = sumExpr(indices[i].DType(), s.args, s.base)
+		dst[i] = sumExpr(indices[i].DType(), s.args, s.base, indices[i])
 	}
 	return true
 }
@@ -606,40 +606,147 @@ func (m *iterMapper) fuse(s isum, allowEarlySkip bool) (isum, bool) {
 // sumExpr and splitExpr are TVM's IterMapToExprNormalizer, with the
 // constant folding of TVM's expression operators (0 + x is x, x * 1 is x,
 // x // 1 is x).
-func sumExpr(t ir.DType, args []isplit, base int64) ir.Expr {
-	var res ir.Expr
-	for _, a := range args {
-		res = addFold(t, res, splitExpr(t, a))
-	}
+//
+// old (nil for none) is the expression being rewritten: each node the
+// result shares with it, same operator, type and (reused) operands, is
+// taken from old instead of allocated, so that rewriting a binding that
+// is already in this form allocates nothing. The result is the same
+// expression either way.
+func sumExpr(t ir.DType, args []isplit, base int64, old ir.Expr) ir.Expr {
+	n := len(args)
 	if base != 0 {
-		res = addFold(t, res, ir.IntImmOf(t, base))
+		n++
 	}
-	if res == nil {
-		return ir.IntImmOf(t, 0)
+	if n == 0 {
+		return intReuse(t, 0, old)
 	}
-	return res
+	return sumPrefix(t, args, base, n, old)
 }
 
-func splitExpr(t ir.DType, s isplit) ir.Expr {
+// sumPrefix builds the sum of the first n terms (the splits, then the
+// base when it is not 0), added left to right.
+func sumPrefix(t ir.DType, args []isplit, base int64, n int, old ir.Expr) ir.Expr {
+	term := func(k int, old ir.Expr) ir.Expr {
+		if k < len(args) {
+			return splitExpr(t, args[k], old)
+		}
+		return intReuse(t, base, old)
+	}
+	if n == 1 {
+		return term(0, old)
+	}
+	oa, ob := operands(old, ir.OpAdd)
+	return addFoldReuse(t, sumPrefix(t, args, base, n-1, oa), term(n-1, ob), old)
+}
+
+func splitExpr(t ir.DType, s isplit, old ir.Expr) ir.Expr {
+	// The nodes above src, outermost first: * scale, // lower, % (extent
+	// * lower), as far as they are written; their operands in old are
+	// where src may be reused from.
+	full := s.extent == s.m.extent && s.lower == 1
+	top := s.m.extent == s.lower*s.extent
+	if !full && top && s.extent == 1 && s.m.extent != 1 {
+		return intReuse(t, 0, old)
+	}
+	mulOld, divOld, modOld, srcOld := old, old, old, old
+	if s.scale != 1 {
+		divOld, _ = operands(mulOld, ir.OpMul)
+		modOld, srcOld = divOld, divOld
+	}
+	if !full && s.lower != 1 {
+		modOld, _ = operands(divOld, ir.OpFloorDiv)
+		srcOld = modOld
+	}
+	if !full && !top {
+		srcOld, _ = operands(modOld, ir.OpFloorMod)
+	}
 	var src ir.Expr
 	if s.m.v != nil {
 		src = s.m.v
 		if src.DType() != t {
-			src = ir.CastTo(t, src)
+			if c, ok := srcOld.(*ir.Cast); ok && c.DType() == t && c.A() == src {
+				src = c
+			} else {
+				src = ir.CastTo(t, src)
+			}
 		}
 	} else {
-		src = sumExpr(t, s.m.src, 0)
+		src = sumExpr(t, s.m.src, 0, srcOld)
 	}
 	switch {
-	case s.extent == s.m.extent && s.lower == 1:
-		return mulFold(t, src, s.scale)
-	case s.m.extent == s.lower*s.extent:
-		if s.extent == 1 && s.m.extent != 1 {
-			return ir.IntImmOf(t, 0)
-		}
-		return mulFold(t, divFold(t, src, s.lower), s.scale)
+	case full:
+		return mulFoldReuse(t, src, s.scale, mulOld)
+	case top:
+		return mulFoldReuse(t, divFoldReuse(t, src, s.lower, divOld), s.scale, mulOld)
 	}
-	return mulFold(t, divFold(t, ir.FloorMod(src, ir.IntImmOf(t, s.extent*s.lower)), s.lower), s.scale)
+	_, modB := operands(modOld, ir.OpFloorMod)
+	mod := binReuse(ir.OpFloorMod, src, intReuse(t, s.extent*s.lower, modB), modOld)
+	return mulFoldReuse(t, divFoldReuse(t, mod, s.lower, divOld), s.scale, mulOld)
+}
+
+// operands returns the operands of old when it is a node of operator op.
+func operands(old ir.Expr, op ir.BinOp) (a, b ir.Expr) {
+	if x, ok := old.(*ir.Binary); ok && x.Op() == op {
+		return x.A(), x.B()
+	}
+	return nil, nil
+}
+
+// binReuse returns old when it is the node op(a, b), else a new one.
+func binReuse(op ir.BinOp, a, b, old ir.Expr) ir.Expr {
+	if x, ok := old.(*ir.Binary); ok && x.Op() == op && x.A() == a && x.B() == b {
+		return x
+	}
+	return ir.NewBinary(op, a, b)
+}
+
+// intReuse returns old when it is the constant v of type t, else a new one.
+func intReuse(t ir.DType, v int64, old ir.Expr) ir.Expr {
+	if c, ok := old.(*ir.IntImm); ok && c.DType() == t && c.Value() == v {
+		return c
+	}
+	return ir.IntImmOf(t, v)
+}
+
+// addFoldReuse, mulFoldReuse and divFoldReuse are addFold, mulFold and
+// divFold reusing old's nodes.
+func addFoldReuse(t ir.DType, a, b, old ir.Expr) ir.Expr {
+	ca, aok := ir.IsConstInt(a)
+	cb, bok := ir.IsConstInt(b)
+	switch {
+	case aok && bok:
+		return intReuse(t, ca+cb, old)
+	case aok && ca == 0:
+		return b
+	case bok && cb == 0:
+		return a
+	}
+	return binReuse(ir.OpAdd, a, b, old)
+}
+
+func mulFoldReuse(t ir.DType, a ir.Expr, c int64, old ir.Expr) ir.Expr {
+	if ca, ok := ir.IsConstInt(a); ok {
+		return intReuse(t, ca*c, old)
+	}
+	switch c {
+	case 1:
+		return a
+	case 0:
+		return intReuse(t, 0, old)
+	}
+	_, ob := operands(old, ir.OpMul)
+	return binReuse(ir.OpMul, a, intReuse(t, c, ob), old)
+}
+
+func divFoldReuse(t ir.DType, a ir.Expr, c int64, old ir.Expr) ir.Expr {
+	if c == 1 {
+		return a
+	}
+	if ca, ok := ir.IsConstInt(a); ok {
+		return intReuse(t, floorDiv(ca, c), old)
+	}
+	_, ob := operands(old, ir.OpFloorDiv)
+	return binReuse(ir.OpFloorDiv, a, intReuse(t, c, ob), old)
 }
 
 func addFold(t ir.DType, a, b ir.Expr) ir.Expr {

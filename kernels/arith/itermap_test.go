@@ -273,3 +273,71 @@ func TestBijectiveInverseValues(t *testing.T) {
 		t.Errorf("only %d of 4000 bijective maps detected", detected)
 	}
 }
+
+// TestIterMapSimplifyReuse checks that reusing the nodes of the rewritten
+// indices (sumExpr's old) never changes a result: on random bindings, and
+// on their own simplified forms, which must then come back as the very
+// same nodes (no allocation).
+func TestIterMapSimplifyReuse(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 4))
+	vars := []*ir.Var{ir.NewVar("a", ir.Int32), ir.NewVar("b", ir.Int32), ir.NewVar("c", ir.Int64)}
+	var gen func(d int) ir.Expr
+	gen = func(d int) ir.Expr {
+		if d == 0 || r.IntN(4) == 0 {
+			if r.IntN(5) == 0 {
+				return ir.Int(r.Int64N(7))
+			}
+			v := vars[r.IntN(len(vars))]
+			if v.DType() != ir.Int32 {
+				return ir.CastTo(ir.Int32, v)
+			}
+			return v
+		}
+		switch r.IntN(5) {
+		case 0:
+			return ir.Add(gen(d-1), gen(d-1))
+		case 1:
+			return ir.Mul(gen(d-1), ir.Int(r.Int64N(8)-2))
+		case 2:
+			return ir.FloorDiv(gen(d-1), ir.Int([]int64{1, 2, 4, 8}[r.IntN(4)]))
+		case 3:
+			return ir.FloorMod(gen(d-1), ir.Int([]int64{1, 2, 4, 8}[r.IntN(4)]))
+		}
+		return ir.Sub(gen(d-1), gen(d-1))
+	}
+	check := func(m *iterMapper, dst []ir.Expr) {
+		t.Helper()
+		for i, s := range m.sums {
+			if want := sumExpr(dst[i].DType(), s.args, s.base, nil); !ir.SameExpr(want, dst[i]) {
+				t.Fatalf("reusing nodes gave %s, building anew %s", ir.ExprString(dst[i]), ir.ExprString(want))
+			}
+		}
+	}
+	detected, reused := 0, 0
+	for range 3000 {
+		iters := []LoopIter{{vars[0], 1 + r.Int64N(8)}, {vars[1], []int64{1, 2, 4, 8}[r.IntN(4)]}, {vars[2], 1 + r.Int64N(4)}}
+		in := []ir.Expr{gen(4), gen(3)}
+		trivial := r.IntN(2) == 0
+		var m iterMapper
+		out := make([]ir.Expr, len(in))
+		if !m.simplify(out, in, iters, nil, trivial) {
+			continue
+		}
+		detected++
+		check(&m, out)
+		again := make([]ir.Expr, len(out))
+		if !m.simplify(again, out, iters, nil, trivial) {
+			continue
+		}
+		check(&m, again)
+		for i := range out {
+			if again[i] == out[i] {
+				reused++
+			}
+		}
+	}
+	t.Logf("%d detected, %d reused", detected, reused)
+	if detected < 300 || reused < detected {
+		t.Errorf("%d of 3000 random bindings detected, %d simplified forms reused whole", detected, reused)
+	}
+}

@@ -140,9 +140,12 @@ func (s *Schedule) splitSymbolic(l LoopRV, loop *ir.For, lp loopPath, factors []
 	var value ir.Expr
 	for i := range fx {
 		vars[i] = ir.NewVar(loop.Var.Name()+"_"+strconv.Itoa(i), t)
-		if value == nil {
+		switch c, ok := ir.IsConstInt(fx[i]); {
+		case value == nil:
 			value = vars[i]
-		} else {
+		case ok && c == 1: // tvm::mul folds a factor 1
+			value = ir.Add(value, vars[i])
+		default:
 			value = ir.Add(ir.Mul(value, fx[i]), vars[i])
 		}
 		newLoops[i] = ir.LoopExpr(vars[i], fx[i], nil)

@@ -38,6 +38,16 @@ func TestSplitSymbolicExtent(t *testing.T) {
 		must[[]schedule.LoopRV](t)(s.Split(ls[1], []int64{2, 2}, true, false))
 		checkSame(t, base, s.Func())
 	})
+	t.Run("unit factor", func(t *testing.T) {
+		// TVM builds the value as value * factor + var with tvm::mul,
+		// which folds a factor 1: j_0 + j_1, not T.Mul(j_0, 1) + j_1.
+		base, s, ls := triangular(t)
+		must[[]schedule.LoopRV](t)(s.Split(ls[1], []int64{schedule.Infer, 1}, true, false))
+		if script := s.Func().Script(); !strings.Contains(script, "vj = T.axis.spatial(4, j_0 + j_1)") {
+			t.Errorf("binding not j_0 + j_1:\n%s", script)
+		}
+		checkSame(t, base, s.Func())
+	})
 	t.Run("factors that may not cover it", func(t *testing.T) {
 		_, s, ls := triangular(t)
 		_, err := s.Split(ls[1], []int64{1, 2}, true, false)

@@ -37,8 +37,10 @@ type LoopIter struct {
 // needs TVM's padding (a floordiv or floormod whose divisor does not divide
 // the split's extent), predicates on part of a sum, lower-bound
 // predicates, symbolic scales, or TVM's surjectivity checks. ok is false
-// when an index is outside what it covers; callers then simplify another
-// way.
+// when an index is outside what it covers; the schedule then keeps the
+// indices unchanged, which is what TVM's IterMapSimplify returns when its
+// detection fails. A negative scale is covered (3 - x is x * -1 + 3), as
+// in TVM.
 func IterMapSimplify(indices []ir.Expr, iters []LoopIter, pred ir.Expr, simplifyTrivial bool) (out []ir.Expr, ok bool) {
 	var m iterMapper
 	out = make([]ir.Expr, len(indices))

@@ -40,6 +40,41 @@ func copyIJK(affine, split bool) func(testing.TB) *ir.PrimFunc {
 	}
 }
 
+// TestBindingsOfBlocksNotUsingTheLoop checks that Split simplifies the
+// bindings of every block under the loop, also one that does not use it,
+// as TVM's IterMapSimplifyBlockBinding visits every realize under the new
+// loops: v1 = k + 0 (an unsimplified binding, as Fuse of a unit loop
+// leaves it when detection fails) becomes k when i is split.
+func TestBindingsOfBlocksNotUsingTheLoop(t *testing.T) {
+	f := func(testing.TB) *ir.PrimFunc {
+		a := ir.NewBuffer("A", ir.Float32, []int64{16, 6}, "")
+		b := ir.NewBuffer("B", ir.Float32, []int64{16, 6}, "")
+		i, j, k := ir.NewFor("i", 4, nil), ir.NewFor("j", 3, nil), ir.NewFor("k", 2, nil)
+		v0, v1 := ir.NewVar("v0", ir.Int32), ir.NewVar("v1", ir.Int32)
+		blk := &ir.Block{
+			Name:     "B",
+			IterVars: []ir.IterVar{{Var: v0, Dom: ir.Dom{Extent: 16}}, {Var: v1, Dom: ir.Dom{Extent: 6}}},
+			Reads:    []ir.BufferRegion{ir.PointRegion(a, v0, v1)},
+			Writes:   []ir.BufferRegion{ir.PointRegion(b, v0, v1)},
+			Body:     ir.Store(b, ir.Mul(ir.Load(a, v0, v1), ir.F32(2)), v0, v1),
+		}
+		k.Body = &ir.BlockRealize{IterValues: []ir.Expr{j.Var, ir.Add(k.Var, ir.Int(0))}, Block: blk}
+		j.Body = k
+		i.Body = j
+		return ir.NewPrimFunc("main", []*ir.Buffer{a, b}, nil, i)
+	}
+	runCases(t, []primCase{{name: "split", f: f, prim: "Split",
+		op: func(t *testing.T, s *schedule.Schedule) error {
+			_, err := s.Split(getLoops(t, s, getBlock(t, s, "B"))[0], []int64{2, 2}, true, false)
+			return err
+		},
+		check: func(t *testing.T, s *schedule.Schedule) {
+			if script := s.Func().Script(); !strings.Contains(script, "v1 = T.axis.spatial(6, k)\n") {
+				t.Errorf("binding k + 0 not simplified to k:\n%s", script)
+			}
+		}}})
+}
+
 // TestBindingsKeptWhenNotAffine checks that Fuse and Split leave the
 // bindings of a block as substituted when TVM's IterMapSimplify cannot
 // detect them (here v0 = i * j, a product of loops), as TVM's

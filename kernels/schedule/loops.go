@@ -101,7 +101,7 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 		inner = newLoops[i]
 	}
 	replaceIn(parentOf(lp.path, loop), loop, newLoops[0])
-	s.simplifyBindings(newLoops[0], lp.outer, marks, preserveUnitIters)
+	s.simplifyBindings(newLoops[0], lp.outer, preserveUnitIters)
 
 	out := make([]LoopRV, len(newLoops))
 	for i, nl := range newLoops {
@@ -169,7 +169,7 @@ func (s *Schedule) splitSymbolic(l LoopRV, loop *ir.For, lp loopPath, factors []
 		inner = newLoops[i]
 	}
 	replaceIn(parentOf(lp.path, loop), loop, newLoops[0])
-	s.simplifyBindings(newLoops[0], lp.outer, marks, preserveUnitIters)
+	s.simplifyBindings(newLoops[0], lp.outer, preserveUnitIters)
 	out := make([]LoopRV, len(newLoops))
 	for i, nl := range newLoops {
 		out[i] = s.newLoopRV(nl)
@@ -300,7 +300,7 @@ func (s *Schedule) Fuse(ls []LoopRV, preserveUnitIters bool) (LoopRV, error) {
 		fused.SetExtentExpr(symExtent)
 	}
 	replaceIn(parentOf(lp.path, loops[0]), loops[0], fused)
-	s.simplifyBindings(fused, lp.outer, marks, preserveUnitIters)
+	s.simplifyBindings(fused, lp.outer, preserveUnitIters)
 	return s.newLoopRV(fused), s.done(prim)
 }
 

@@ -7,8 +7,9 @@ import (
 	"dragonx/kernels/ir"
 )
 
-// bindingMarks records which iter values of which BlockRealizes a Split
-// or Fuse must simplify (see markBindings). There are few realizes under a
+// bindingMarks records which iter values of which BlockRealizes use the
+// loop variables a Split or Fuse replaces, the ones it must substitute (see
+// markBindings). There are few realizes under a
 // loop, so a list is searched.
 type bindingMarks []realizeMarks
 
@@ -25,16 +26,6 @@ func (m bindingMarks) of(r *ir.BlockRealize) []bool {
 		}
 	}
 	return nil
-}
-
-// any reports whether some iter value is marked.
-func (m bindingMarks) any() bool {
-	for _, x := range m {
-		if slices.Contains(x.uses, true) {
-			return true
-		}
-	}
-	return false
 }
 
 // markBindings records which iter values of the BlockRealizes under s use
@@ -95,19 +86,17 @@ func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr, marks bindingMarks) {
 }
 
 // simplifyBindings simplifies the iter values of the BlockRealizes under
-// s that have marked ones (see markBindings), knowing the ranges of the
-// loops above s (outer) and of those met on the way down: TVM's
-// IterMapSimplifyBlockBinding after Split and Fuse. All the bindings of
-// such a realize go through arith.IterMapSimplify with its predicate; when
-// it does not apply they stay as substituted, as TVM leaves them (which
-// keeps forms such as fused % 48 // 16, or e + 0 for a unit loop). With
-// preserveUnit false, variables of unit loops become 0 (TVM's
-// simplify_trivial_iterators); with true they stay, so that a unit tile
-// still shows in the bindings as TVM keeps it.
-func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks bindingMarks, preserveUnit bool) {
-	if !marks.any() {
-		return
-	}
+// s (not inside their blocks), knowing the ranges of the loops above s
+// (outer) and of those met on the way down: TVM's
+// IterMapSimplifyBlockBinding after Split and Fuse, which visits every
+// realize under the new loops, whether or not it uses them. All the
+// bindings of a realize go through arith.IterMapSimplify with its
+// predicate; when it does not apply they stay as they are, as TVM leaves
+// them (which keeps substituted forms such as fused % 48 // 16, or e + 0
+// for a unit loop). With preserveUnit false, variables of unit loops
+// become 0 (TVM's simplify_trivial_iterators); with true they stay, so
+// that a unit tile still shows in the bindings as TVM keeps it.
+func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, preserveUnit bool) {
 	la := sch.analyzer() // for its reusable IterMapSimplify scratch
 	defer sch.release(la)
 	iters := make([]arith.LoopIter, 0, len(outer)+8)
@@ -141,7 +130,7 @@ func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, marks bindingM
 			walk(x.Then, sym)
 			walk(x.Else, sym)
 		case *ir.BlockRealize:
-			if sym || marks.of(x) == nil {
+			if sym || len(x.IterValues) == 0 {
 				return
 			}
 			// On failure the bindings are not written: they stay as

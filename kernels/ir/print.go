@@ -385,12 +385,19 @@ func (p *printer) regions(rs []BufferRegion) string {
 				dims[j] = p.exprString(rg.Min)
 				continue
 			}
+			// TVM prints min + extent built by tvm::add, which folds
+			// constants and a 0 operand.
 			lo, lok := IsConstInt(rg.Min)
 			n, nok := IsConstInt(rg.Extent)
 			var end string
-			if lok && nok {
+			switch {
+			case lok && nok:
 				end = strconv.FormatInt(lo+n, 10)
-			} else {
+			case lok && lo == 0:
+				end = p.exprString(rg.Extent)
+			case nok && n == 0:
+				end = p.exprString(rg.Min)
+			default:
 				end = p.exprString(NewBinary(OpAdd, rg.Min, rg.Extent))
 			}
 			dims[j] = p.exprString(rg.Min) + ":" + end

@@ -1,6 +1,7 @@
 package ir_test
 
 import (
+	"strings"
 	"testing"
 
 	"dragonx/kernels/ir"
@@ -103,4 +104,27 @@ func TestScriptForms(t *testing.T) {
 	p.Kind, p.Thread = ir.ThreadBinding, "threadIdx.x"
 	f := ir.NewPrimFunc("main", []*ir.Buffer{A, B, idx}, []*ir.Buffer{sh}, p)
 	golden(t, "script_forms", f.Script())
+}
+
+// TestRegionSlices checks the end of a printed region slice: TVM prints
+// min + extent built by tvm::add, so a zero min or constant bounds fold
+// and any other sum is the infix +.
+func TestRegionSlices(t *testing.T) {
+	A := ir.NewBuffer("A", ir.Float32, []int64{16, 16}, "")
+	i := ir.NewVar("i", ir.Int32)
+	v := ir.NewVar("v", ir.Int32)
+	ext := ir.Add(ir.FloorMod(i, ir.Int(2)), ir.Int(1))
+	blk := &ir.Block{
+		Name:     "B",
+		IterVars: []ir.IterVar{{Var: v, Dom: ir.Dom{Extent: 16}}},
+		Reads:    []ir.BufferRegion{{Buffer: A, Region: []ir.Range{{Min: ir.Int(0), Extent: ext}, {Min: v, Extent: ext}}}},
+		Writes:   []ir.BufferRegion{{Buffer: A, Region: []ir.Range{ir.RangeOf(2, 4), {Min: v, Extent: ir.Int(3)}}}},
+		Body:     ir.Store(A, ir.F32(0), v, v),
+	}
+	got := ir.StmtString(&ir.BlockRealize{IterValues: []ir.Expr{i}, Block: blk})
+	for _, want := range []string{"T.reads(A[0:i % 2 + 1, v:v + (i % 2 + 1)])", "T.writes(A[2:6, v:v + 3])"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %s in\n%s", want, got)
+		}
+	}
 }

@@ -29,7 +29,8 @@
 //     TVM's NormalizeIterMapToExpr writes them), the form Split and Fuse
 //     leave bindings in; DetectBijective and BijectiveMap.Inverse: the
 //     bijective iter map and its inverse that TVM's affine compute-at
-//     path uses.
+//     path uses; AffineBinding: TVM's IsAffineBinding on the same
+//     rewriter (surjective iter map, unit scales).
 //
 // Simplify with no bounds (the package-level Simplify) is what
 // te.create_prim_func applies to compute bodies.

@@ -414,9 +414,17 @@ func (s *Schedule) scopeOf(prim string, rv BlockRV, b *ir.Block, bp blockPath) (
 	return newScopeInfo(bp.scope), nil
 }
 
-// requireStagePipeline fails when the scope is not a stage pipeline.
+// requireStagePipeline fails when the scope is not a stage pipeline: a
+// child block overwrites what an earlier one reads (checked on the
+// function as it is), or the region cover property does not hold (checked
+// as TVM does, on the function the schedule started from: see
+// regionCoverProblem).
 func (s *Schedule) requireStagePipeline(prim string, sc *scopeInfo) error {
-	if p := sc.stagePipelineProblem(); p != "" {
+	p := sc.stagePipelineProblem()
+	if p == "" {
+		p = s.regionCoverProblem(sc.root.Name)
+	}
+	if p != "" {
 		return s.errorf(prim, "the scope block %q is not a stage pipeline: %s", sc.root.Name, p)
 	}
 	return nil

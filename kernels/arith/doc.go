@@ -13,7 +13,9 @@
 //     divisor and removed where the ranges allow: after a split,
 //     floordiv(i_0*16 + i_1, 16) becomes i_0 when 0 <= i_1 < 16.
 //     Comparisons, min and max are decided where the bounds allow;
-//     a >= b is written b <= a, as TVM's rewrite simplifier does.
+//     a >= b is written b <= a, as TVM's rewrite simplifier does, and
+//     the constants of an integer comparison are gathered on one side
+//     (x - 16 >= 0 is 16 <= x).
 //   - Bound: constant bounds [Min, Max] of an expression (ConstIntBound),
 //     and CanProve, CanProveEqual, ConstDiff built on them.
 //   - EvalSet: the symbolic interval an expression covers when some

@@ -104,7 +104,8 @@ func (a *Analyzer) ConstDiff(x, y ir.Expr) (int64, bool) {
 // constant (terms ordered by decreasing coefficient, then first
 // appearance); floordiv and floormod by constants distributed over the
 // multiples of the divisor and removed where the bounds allow
-// (floordiv(i*16 + j, 16) is i when 0 <= j < 16); comparisons, min and max
+// (floordiv(i*16 + j, 16) is i when 0 <= j < 16, floordiv(i*360, 16) is
+// i*22 when 0 <= i < 2); comparisons, min and max
 // decided where the bounds allow. Float arithmetic is only constant-folded
 // (with float32 rounding for float32).
 func (a *Analyzer) Simplify(e ir.Expr) ir.Expr {

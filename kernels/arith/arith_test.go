@@ -53,6 +53,13 @@ func TestSimplify(t *testing.T) {
 		{"floormod gcd", ir.FloorMod(ir.Mul(k, c(4)), c(8)), "k % 2 * 4"},
 		{"fuse back", ir.Add(ir.Mul(ir.FloorDiv(k, c(16)), c(16)), ir.FloorMod(k, c(16))), "k"},
 		{"floordiv small", ir.FloorDiv(j, c(16)), "0"},
+		// TVM's floordiv(x*c1 + y, c2) residue rule (the compute-at region
+		// of test_compute_at_non_perfect_channel_group: c_o*360 // 16 is
+		// c_o*22 for c_o in [0, 2)).
+		{"floordiv residue", ir.FloorDiv(ir.Mul(i, c(18)), c(16)), "i"},
+		{"floordiv residue with offset", ir.FloorDiv(ir.Add(ir.Mul(i, c(18)), c(33)), c(16)), "i + 2"},
+		{"floordiv residue, one more", ir.FloorDiv(ir.Mul(j, c(17)), c(16)), "j"},
+		{"floordiv residue too wide", ir.FloorDiv(ir.Mul(i, c(36)), c(16)), "i * 9 // 4"},
 		{"floordiv shifted", ir.FloorDiv(ir.Add(j, c(32)), c(16)), "2"},
 		{"min decided", ir.Min(j, c(100)), "j"},
 		{"max decided", ir.Max(ir.Add(i, c(1)), i), "i + 1"},

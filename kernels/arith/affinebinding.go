@@ -31,7 +31,9 @@ func (a *Analyzer) AffineBinding(values []ir.Expr, iters []LoopIter, pred ir.Exp
 		a.im = new(iterMapper)
 	}
 	m := a.im
-	if !m.detect(values, iters, pred, false, true) {
+	// An iterator of extent 1 is its only value, 0, as in TVM's rewriter
+	// (whatever simplify_trivial_iterators says).
+	if !m.detect(values, iters, pred, true, true) {
 		return false, nil
 	}
 	for i, s := range m.sums {

@@ -27,6 +27,8 @@ func TestAffineBinding(t *testing.T) {
 		{name: "no loops", in: []ir.Expr{ir.Mul(o, c(16))}, decided: true},
 		{name: "a loop times 16 (test_reorder_fail_not_affine_bindings)", iters: []LoopIter{{i, 128}, {l, 8}},
 			in: []ir.Expr{i, ir.Mul(l, c(16))}, decided: true, refused: "times 16"},
+		{name: "a unit loop times 16", iters: []LoopIter{{i, 128}, {l, 1}},
+			in: []ir.Expr{i, ir.Mul(l, c(16))}, decided: true},
 		{name: "a split loop", iters: []LoopIter{{l, 8}, {k, 16}},
 			in: []ir.Expr{ir.Add(ir.Mul(l, c(16)), k)}, decided: true},
 		{name: "digits of a loop", iters: []LoopIter{{x, 8}},

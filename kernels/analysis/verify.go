@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"dragonx/kernels/arith"
@@ -64,7 +65,8 @@ func (e *WellFormedError) Detail() string {
 //     positive; accesses and regions have one index per dimension, integer
 //     indices, and stores have the buffer's dtype;
 //   - accesses: every load and store lies inside its buffer (taking the
-//     conditions of if_then_else and IfThenElse into account), and inside a
+//     conditions of if_then_else and IfThenElse into account: a condition
+//     in the first arm, its negation in the second), and inside a
 //     region the block declares (reads or writes for a load, writes for a
 //     store); write regions lie inside their buffers;
 //   - reductions: a block with reduce iter vars has an Init or was
@@ -492,38 +494,62 @@ func (v *verifier) narrow(e ir.Expr, b arith.Bound, facts []ir.Expr) arith.Bound
 
 // factsOf turns a condition into integer expressions known to be >= 0
 // when it holds (one per comparison in a conjunction).
-func factsOf(cond ir.Expr) []ir.Expr {
-	var out []ir.Expr
-	var walk func(e ir.Expr)
-	walk = func(e ir.Expr) {
-		x, ok := e.(*ir.Binary)
-		if !ok {
-			return
+func factsOf(cond ir.Expr) []ir.Expr { return appendFacts(nil, cond, false) }
+
+// elseFactsOf is factsOf for the negation of cond, which holds in the else
+// arm of an if: !(a < b) gives a - b >= 0, !(x || y) both negations.
+func elseFactsOf(cond ir.Expr) []ir.Expr { return appendFacts(nil, cond, true) }
+
+// appendFacts appends the facts of cond, or of its negation when neg is
+// set. A disjunction (or a negated conjunction) gives none.
+func appendFacts(out []ir.Expr, cond ir.Expr, neg bool) []ir.Expr {
+	switch x := cond.(type) {
+	case *ir.Not:
+		return appendFacts(out, x.A(), !neg)
+	case *ir.Binary:
+		switch op := x.Op(); {
+		case op == ir.OpAnd && !neg, op == ir.OpOr && neg:
+			return appendFacts(appendFacts(out, x.A(), neg), x.B(), neg)
+		case !op.IsCompare() || !x.A().DType().IsInt():
+			return out
 		}
-		if x.Op() == ir.OpAnd {
-			walk(x.A())
-			walk(x.B())
-			return
+		a, b := x.A(), x.B()
+		op := x.Op()
+		if neg {
+			op = negatedCompare(op)
 		}
-		if !x.Op().IsCompare() || !x.A().DType().IsInt() {
-			return
-		}
-		one := ir.IntImmOf(x.A().DType(), 1)
-		switch x.Op() {
+		one := ir.IntImmOf(a.DType(), 1)
+		switch op {
 		case ir.OpLT: // a < b: b - a - 1 >= 0
-			out = append(out, ir.Sub(ir.Sub(x.B(), x.A()), one))
+			out = append(out, ir.Sub(ir.Sub(b, a), one))
 		case ir.OpLE:
-			out = append(out, ir.Sub(x.B(), x.A()))
+			out = append(out, ir.Sub(b, a))
 		case ir.OpGT:
-			out = append(out, ir.Sub(ir.Sub(x.A(), x.B()), one))
+			out = append(out, ir.Sub(ir.Sub(a, b), one))
 		case ir.OpGE:
-			out = append(out, ir.Sub(x.A(), x.B()))
+			out = append(out, ir.Sub(a, b))
 		case ir.OpEQ:
-			out = append(out, ir.Sub(x.A(), x.B()), ir.Sub(x.B(), x.A()))
+			out = append(out, ir.Sub(a, b), ir.Sub(b, a))
 		}
 	}
-	walk(cond)
 	return out
+}
+
+// negatedCompare returns the comparison that holds when op does not.
+func negatedCompare(op ir.BinOp) ir.BinOp {
+	switch op {
+	case ir.OpLT:
+		return ir.OpGE
+	case ir.OpLE:
+		return ir.OpGT
+	case ir.OpGT:
+		return ir.OpLE
+	case ir.OpGE:
+		return ir.OpLT
+	case ir.OpEQ:
+		return ir.OpNE
+	}
+	return ir.OpEQ // of OpNE
 }
 
 func (v *verifier) checkRegions(what string, rs []ir.BufferRegion, inside bool) {
@@ -580,10 +606,11 @@ func (v *verifier) stmt(s ir.Stmt) {
 		}
 		v.expr(x.Cond)
 		saved := v.facts
-		v.facts = append(append([]ir.Expr(nil), v.facts...), factsOf(x.Cond)...)
+		v.facts = append(slices.Clip(v.facts), factsOf(x.Cond)...)
 		v.stmt(x.Then)
-		v.facts = saved
+		v.facts = append(slices.Clip(saved), elseFactsOf(x.Cond)...)
 		v.stmt(x.Else)
+		v.facts = saved
 	default:
 		v.report("unknown statement %T", s)
 	}
@@ -676,7 +703,8 @@ func (v *verifier) store(st *ir.BufferStore) {
 }
 
 // expr checks the variables and the loads of e; the condition of an
-// if_then_else guards the loads of its first arm.
+// if_then_else guards the loads of its first arm, its negation those of
+// the second.
 func (v *verifier) expr(e ir.Expr) {
 	v.useVars(e, ir.ExprString(e))
 	v.loads(e)
@@ -696,10 +724,11 @@ func (v *verifier) loads(e ir.Expr) {
 				args := x.Args()
 				v.loads(args[0])
 				saved := v.facts
-				v.facts = append(append([]ir.Expr(nil), v.facts...), factsOf(args[0])...)
+				v.facts = append(slices.Clip(v.facts), factsOf(args[0])...)
 				v.loads(args[1])
-				v.facts = saved
+				v.facts = append(slices.Clip(saved), elseFactsOf(args[0])...)
 				v.loads(args[2])
+				v.facts = saved
 				return false
 			}
 		}

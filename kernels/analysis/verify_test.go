@@ -8,6 +8,7 @@ import (
 	"dragonx/kernels/analysis"
 	"dragonx/kernels/internal/fixtures"
 	"dragonx/kernels/ir"
+	"dragonx/kernels/te"
 )
 
 func dense(t *testing.T) *ir.PrimFunc {
@@ -91,6 +92,77 @@ func imperfectSplit(withPredicate bool) *ir.PrimFunc {
 	}
 	return ir.NewPrimFunc("main", []*ir.Buffer{A, B}, nil,
 		ir.Loop(i0, 4, ir.Loop(i1, 32, r)))
+}
+
+// concat is TE's concatenate of two elementwise results of 16 and 8
+// elements (TVM's test_compute_at_concat): T_concat[ax] =
+// if_then_else(16 <= ax, T_add_2[ax - 16], T_add_1[ax]), whose loads are
+// in bounds only under the guard (ax >= 16 in the first arm, ax < 16 in
+// the second). cond, when not nil, then replaces the condition.
+func concat(t *testing.T, cond func(ax ir.Expr) ir.Expr) *ir.PrimFunc {
+	t.Helper()
+	b := te.NewBuilder()
+	x := b.Placeholder("x", ir.Float32, 16)
+	y := b.Placeholder("y", ir.Float32, 8)
+	a1 := b.Compute("T_add_1", []int64{16}, func(i []ir.Expr) ir.Expr { return ir.Add(x.At(i...), ir.F32(1)) })
+	a2 := b.Compute("T_add_2", []int64{8}, func(i []ir.Expr) ir.Expr { return ir.Add(y.At(i...), ir.F32(2)) })
+	out := b.Compute("T_concat", []int64{24}, func(i []ir.Expr) ir.Expr {
+		return ir.IfElse(ir.LE(ir.Int(16), i[0]), a2.At(ir.Sub(i[0], ir.Int(16))), a1.At(i[0]))
+	})
+	f, err := b.Func("main", []*te.Tensor{x, y, out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cond != nil {
+		blk := block(t, f, "T_concat")
+		st := blk.Body.(*ir.BufferStore)
+		args := st.Value.(*ir.Call).Args()
+		st.Value = ir.IfElse(cond(blk.IterVars[0].Var), args[1], args[2])
+	}
+	return f
+}
+
+// TestVerifyGuardedLoads checks that the condition of an if_then_else
+// guards the loads of its arms (its negation the second arm's), and that
+// loads the guard does not keep in bounds are still refused.
+func TestVerifyGuardedLoads(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cond   func(ax ir.Expr) ir.Expr
+		reason string // "" when well formed
+	}{
+		{"guarded", nil, ""},
+		{"guarded by a negation", func(ax ir.Expr) ir.Expr { return ir.NotOf(ir.LT(ax, ir.Int(16))) }, ""},
+		{"guarded by a negated disjunction in the first arm only", func(ax ir.Expr) ir.Expr {
+			return ir.NotOf(ir.Or(ir.LT(ax, ir.Int(16)), ir.LT(ir.Int(30), ax)))
+		}, "load of T_add_1: index v_i0 of dimension 0 ranges over [0, 23], outside [0, 16)"},
+		{"unguarded", func(ax ir.Expr) ir.Expr { return ir.True() },
+			"load of T_add_2: index v_i0 - 16 of dimension 0 ranges over [-16, 7], outside [0, 8)"},
+		{"second arm beyond the guard", func(ax ir.Expr) ir.Expr { return ir.LE(ir.Int(20), ax) },
+			"load of T_add_1: index v_i0 of dimension 0 ranges over [0, 19], outside [0, 16)"},
+		{"first arm beyond the guard", func(ax ir.Expr) ir.Expr { return ir.LE(ir.Int(12), ax) },
+			"load of T_add_2: index v_i0 - 16 of dimension 0 ranges over [-4, 7], outside [0, 8)"},
+		{"no guard from a negated conjunction", func(ax ir.Expr) ir.Expr {
+			return ir.And(ir.LE(ir.Int(16), ax), ir.LT(ax, ir.Int(24)))
+		}, "load of T_add_1: index v_i0 of dimension 0 ranges over [0, 23], outside [0, 16)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := analysis.VerifyWellFormed(concat(t, tc.cond))
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var wf *analysis.WellFormedError
+			if !errors.As(err, &wf) {
+				t.Fatalf("VerifyWellFormed = %v, want a *WellFormedError", err)
+			}
+			if !strings.Contains(wf.Detail(), tc.reason) {
+				t.Errorf("no problem containing %q; got:\n%s", tc.reason, wf.Detail())
+			}
+		})
+	}
 }
 
 func TestVerifyProblems(t *testing.T) {

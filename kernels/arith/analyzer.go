@@ -104,7 +104,8 @@ func (a *Analyzer) ConstDiff(x, y ir.Expr) (int64, bool) {
 // constant (terms ordered by decreasing coefficient, then first
 // appearance); floordiv and floormod by constants distributed over the
 // multiples of the divisor and removed where the bounds allow
-// (floordiv(i*16 + j, 16) is i when 0 <= j < 16); comparisons, min and max
+// (floordiv(i*16 + j, 16) is i when 0 <= j < 16, floordiv(i*360, 16) is
+// i*22 when 0 <= i < 2); comparisons, min and max
 // decided where the bounds allow. Float arithmetic is only constant-folded
 // (with float32 rounding for float32).
 func (a *Analyzer) Simplify(e ir.Expr) ir.Expr {
@@ -274,14 +275,83 @@ func (a *Analyzer) simplifyCompare(x *ir.Binary) ir.Expr {
 	// TVM's rewrite simplifier writes a >= b as b <= a and a > b as b < a.
 	switch op {
 	case ir.OpGE:
-		return ir.LE(r, l)
+		op, l, r = ir.OpLE, r, l
 	case ir.OpGT:
-		return ir.LT(r, l)
+		op, l, r = ir.OpLT, r, l
 	}
-	if l == x.A() && r == x.B() {
+	if l.DType().IsInt() {
+		switch op {
+		case ir.OpLT:
+			return moveConstants(l, r)
+		case ir.OpLE:
+			// TVM: !(r < l), its LT rules applied, and !(a < b) is b <= a.
+			if lt, ok := moveConstants(r, l).(*ir.Binary); ok && lt.Op() == ir.OpLT {
+				return ir.LE(lt.B(), lt.A())
+			}
+		}
+	}
+	if l == x.A() && r == x.B() && op == x.Op() {
 		return x
 	}
 	return ir.NewBinary(op, l, r)
+}
+
+// moveConstants returns x < y with TVM's rewrite rules that gather the
+// constants of an integer comparison on one side applied (c1 < x + c2 is
+// c1 - c2 < x, x - c2 < c1 is x < c1 + c2, c1 < c2 - x is x < c2 - c1,
+// ...), until none applies.
+func moveConstants(x, y ir.Expr) ir.Expr {
+	for {
+		c1, xc := ir.IsConstInt(x)
+		c2, yc := ir.IsConstInt(y)
+		switch {
+		case xc && !yc:
+			if e, c, ok := splitConstant(y); ok {
+				if e.neg { // c1 < c - e: e < c - c1
+					x, y = e.x, ir.IntImmOf(y.DType(), c-c1)
+				} else { // c1 < e + c: c1 - c < e
+					x, y = ir.IntImmOf(x.DType(), c1-c), e.x
+				}
+				continue
+			}
+		case yc && !xc:
+			if e, c, ok := splitConstant(x); ok {
+				if e.neg { // c - e < c2: c - c2 < e
+					x, y = ir.IntImmOf(x.DType(), c-c2), e.x
+				} else { // e + c < c2: e < c2 - c
+					x, y = e.x, ir.IntImmOf(y.DType(), c2-c)
+				}
+				continue
+			}
+		}
+		return ir.LT(x, y)
+	}
+}
+
+// signedTerm is x, or -x when neg is set.
+type signedTerm struct {
+	x   ir.Expr
+	neg bool
+}
+
+// splitConstant writes e as t + c with a constant c != 0 and t = x or -x:
+// e is x + c, x - c, c + x or c - x.
+func splitConstant(e ir.Expr) (signedTerm, int64, bool) {
+	b, ok := e.(*ir.Binary)
+	if !ok || b.Op() != ir.OpAdd && b.Op() != ir.OpSub {
+		return signedTerm{}, 0, false
+	}
+	sub := b.Op() == ir.OpSub
+	if c, ok := ir.IsConstInt(b.B()); ok && c != 0 {
+		if sub {
+			c = -c
+		}
+		return signedTerm{x: b.A()}, c, true
+	}
+	if c, ok := ir.IsConstInt(b.A()); ok && c != 0 {
+		return signedTerm{x: b.B(), neg: sub}, c, true
+	}
+	return signedTerm{}, 0, false
 }
 
 // simplifyOther handles float expressions and non-arithmetic nodes of any

@@ -53,6 +53,13 @@ func TestSimplify(t *testing.T) {
 		{"floormod gcd", ir.FloorMod(ir.Mul(k, c(4)), c(8)), "k % 2 * 4"},
 		{"fuse back", ir.Add(ir.Mul(ir.FloorDiv(k, c(16)), c(16)), ir.FloorMod(k, c(16))), "k"},
 		{"floordiv small", ir.FloorDiv(j, c(16)), "0"},
+		// TVM's floordiv(x*c1 + y, c2) residue rule (the compute-at region
+		// of test_compute_at_non_perfect_channel_group: c_o*360 // 16 is
+		// c_o*22 for c_o in [0, 2)).
+		{"floordiv residue", ir.FloorDiv(ir.Mul(i, c(18)), c(16)), "i"},
+		{"floordiv residue with offset", ir.FloorDiv(ir.Add(ir.Mul(i, c(18)), c(33)), c(16)), "i + 2"},
+		{"floordiv residue, one more", ir.FloorDiv(ir.Mul(j, c(17)), c(16)), "j"},
+		{"floordiv residue too wide", ir.FloorDiv(ir.Mul(i, c(36)), c(16)), "i * 9 // 4"},
 		{"floordiv shifted", ir.FloorDiv(ir.Add(j, c(32)), c(16)), "2"},
 		{"min decided", ir.Min(j, c(100)), "j"},
 		{"max decided", ir.Max(ir.Add(i, c(1)), i), "i + 1"},
@@ -61,6 +68,14 @@ func TestSimplify(t *testing.T) {
 		{"compare false", ir.GE(j, c(16)), "T.bool(False)"},
 		{"compare swap", ir.GE(x, c(3)), "3 <= x"},
 		{"and fold", ir.And(ir.LT(j, c(16)), ir.LT(x, y)), "x < y"},
+		// TVM's rules that gather an integer comparison's constants on one
+		// side (compute_at's T.where(16 <= i) in test_compute_at_concat).
+		{"compare shifted", ir.GE(ir.Sub(x, c(16)), c(0)), "16 <= x"},
+		{"compare constant right", ir.LT(ir.Add(x, c(3)), c(10)), "x < 7"},
+		{"compare constant left", ir.LT(c(5), ir.Sub(c(10), x)), "x < 5"},
+		{"compare negated term", ir.LT(ir.Sub(c(10), x), c(4)), "6 < x"},
+		{"compare le", ir.LE(ir.Add(x, c(2)), c(9)), "x <= 7"},
+		{"compare gt", ir.GT(ir.Add(x, y), c(3)), "3 < x + y"},
 		{"or fold", ir.Or(ir.LT(j, c(16)), ir.LT(x, y)), "T.bool(True)"},
 		{"select fold", ir.SelectOf(ir.LT(j, c(100)), x, y), "x"},
 		{"truncdiv nonneg", ir.Div(ir.Add(ir.Mul(i, c(8)), j), c(8)), "i + j // 8"},
@@ -214,6 +229,36 @@ func TestSimplifyProperty(t *testing.T) {
 			}
 			if want < b.Min || want > b.Max {
 				t.Fatalf("Bound(%s) = %v, but the value at %v is %d", ir.ExprString(e), b, envString(env), want)
+			}
+		}
+	}
+}
+
+// TestSimplifyCompareProperty checks the comparison rewrites on every
+// comparison of x + c, x - c, c + x, c - x or x with a constant, both
+// ways round, for x over [-20, 20].
+func TestSimplifyCompareProperty(t *testing.T) {
+	x := newVars().x
+	forms := func(k int64) []ir.Expr {
+		return []ir.Expr{x, ir.Add(x, c(k)), ir.Sub(x, c(k)), ir.Add(c(k), x), ir.Sub(c(k), x)}
+	}
+	ops := []func(a, b ir.Expr) ir.Expr{ir.LT, ir.LE, ir.GT, ir.GE}
+	for k := int64(-3); k <= 3; k++ {
+		for m := int64(-3); m <= 3; m++ {
+			for _, f := range forms(k) {
+				for _, op := range ops {
+					for _, e := range []ir.Expr{op(f, c(m)), op(c(m), f)} {
+						s := NewAnalyzer().Simplify(e)
+						for v := int64(-20); v <= 20; v++ {
+							env := map[*ir.Var]int64{x: v}
+							want, err1 := evalInt(e, env)
+							got, err2 := evalInt(s, env)
+							if err1 != nil || err2 != nil || got != want {
+								t.Fatalf("Simplify(%s) = %s: at x=%d got %d (%v), want %d (%v)", ir.ExprString(e), ir.ExprString(s), v, got, err2, want, err1)
+							}
+						}
+					}
+				}
 			}
 		}
 	}

@@ -315,6 +315,7 @@ func (a *Analyzer) divSum(s sum, c int64) sum {
 	if c == 1 {
 		return s
 	}
+	orig, origC := s, c
 	if g := commonFactor(s, c); g > 1 {
 		s, c = s.divExact(g), c/g
 		if c == 1 {
@@ -337,6 +338,9 @@ func (a *Analyzer) divSum(s sum, c int64) sum {
 		q.c += floorDiv(b.Min, c)
 		return q
 	}
+	if d, ok := a.divResidue(orig, origC); ok {
+		return d
+	}
 	// floordiv(floordiv(x, d), c) = floordiv(x, d*c) for positive d, c.
 	if len(r.terms) == 1 && r.terms[0].k == 1 && r.c == 0 {
 		if in, ok := r.terms[0].x.(*ir.Binary); ok && in.Op() == ir.OpFloorDiv {
@@ -348,6 +352,32 @@ func (a *Analyzer) divSum(s sum, c int64) sum {
 	}
 	q.addTerm(1, ir.FloorDiv(a.fromSum(r), ir.IntImmOf(s.t, c)))
 	return q
+}
+
+// divResidue is TVM's rewrite rule for floordiv(x*c1 + y, c2), c2 > 0,
+// on every term: with c1 = c2*(c1 // c2) + c1 % c2, the quotient is
+// x*(c1 // c2) + floordiv(x*(c1 % c2) + y % c2, c2) + y // c2, and the
+// floordiv is a constant when its bounds lie within one multiple of c2
+// (c_o*360 // 16 is c_o*22 for c_o in [0, 2), where the gcd form
+// c_o*45 // 2 stays). ok is false when the residue is not a constant.
+func (a *Analyzer) divResidue(s sum, c int64) (sum, bool) {
+	// The residue's bound first: most sums fail here, with no allocation.
+	b := Point(floorMod(s.c, c))
+	for _, t := range s.terms {
+		if k := floorMod(t.k, c); k != 0 {
+			b = boundAdd(b, boundScale(a.boundAtom(t.x), k))
+		}
+	}
+	if !b.Finite() || floorDiv(b.Min, c) != floorDiv(b.Max, c) {
+		return sum{}, false
+	}
+	q := sum{t: s.t, c: floorDiv(s.c, c) + floorDiv(b.Min, c), terms: make([]term, 0, len(s.terms))}
+	for _, t := range s.terms {
+		if k := floorDiv(t.k, c); k != 0 {
+			q.addTerm(k, t.x)
+		}
+	}
+	return q, true
 }
 
 // modSum is the canonical form of floormod(s, c) for a constant c != 0.

@@ -13,7 +13,9 @@
 //     divisor and removed where the ranges allow: after a split,
 //     floordiv(i_0*16 + i_1, 16) becomes i_0 when 0 <= i_1 < 16.
 //     Comparisons, min and max are decided where the bounds allow;
-//     a >= b is written b <= a, as TVM's rewrite simplifier does.
+//     a >= b is written b <= a, as TVM's rewrite simplifier does, and
+//     the constants of an integer comparison are gathered on one side
+//     (x - 16 >= 0 is 16 <= x).
 //   - Bound: constant bounds [Min, Max] of an expression (ConstIntBound),
 //     and CanProve, CanProveEqual, ConstDiff built on them.
 //   - EvalSet: the symbolic interval an expression covers when some
@@ -29,7 +31,8 @@
 //     TVM's NormalizeIterMapToExpr writes them), the form Split and Fuse
 //     leave bindings in; DetectBijective and BijectiveMap.Inverse: the
 //     bijective iter map and its inverse that TVM's affine compute-at
-//     path uses.
+//     path uses; AffineBinding: TVM's IsAffineBinding on the same
+//     rewriter (surjective iter map, unit scales).
 //
 // Simplify with no bounds (the package-level Simplify) is what
 // te.create_prim_func applies to compute bodies.

@@ -69,7 +69,20 @@ func (m *iterMapper) simplify(dst, indices []ir.Expr, iters []LoopIter, pred ir.
 }
 
 func (m *iterMapper) run(dst, indices []ir.Expr, iters []LoopIter, pred ir.Expr, simplifyTrivial bool) bool {
+	if !m.detect(indices, iters, pred, simplifyTrivial, false) {
+		return false
+	}
+	for i, s := range m.sums {
+		dst[i] = sumExpr(indices[i].DType(), s.args, s.base, indices[i])
+	}
+	return true
+}
+
+// detect rewrites indices into m.sums, one fused sum each (TVM's
+// IterMapRewriter::Rewrite on every index). freeBase: see the field.
+func (m *iterMapper) detect(indices []ir.Expr, iters []LoopIter, pred ir.Expr, simplifyTrivial, freeBase bool) bool {
 	m.trivial = simplifyTrivial
+	m.freeBase = false
 	if len(iters) > cap(m.marks) {
 		m.marks = make([]imark, len(iters), max(len(iters), 32))
 	}
@@ -86,6 +99,7 @@ func (m *iterMapper) run(dst, indices []ir.Expr, iters []LoopIter, pred ir.Expr,
 	if pred != nil && !m.constrain(pred) {
 		return false
 	}
+	m.freeBase = freeBase // reset at the next call
 	for _, e := range indices {
 		if !e.DType().IsInt() {
 			return false
@@ -100,9 +114,6 @@ func (m *iterMapper) run(dst, indices []ir.Expr, iters []LoopIter, pred ir.Expr,
 			}
 		}
 		m.sums = append(m.sums, s)
-	}
-	for i, s := range m.sums {
-		dst[i] = sumExpr(indices[i].DType(), s.args, s.base, indices[i])
 	}
 	return true
 }
@@ -142,6 +153,13 @@ type iterMapper struct {
 	scratch     [][]isplit // rewrite's accumulators, by nesting depth
 	depth       int
 	bijective   bool // no gaps between digits (TVM's bijective level)
+	// freeBase lets a term of an index that uses no iterator (an outer
+	// loop's variable, a parameter) into the sum's base, as TVM's
+	// rewriter does; its value is not kept, so only detect's checks may
+	// use the sums then, not sumExpr. Set only while indices (not the
+	// predicate) are rewritten, and only at the top level of an index,
+	// not under floordiv or floormod.
+	freeBase bool
 }
 
 // fusedMark is a fused mark and the sum it was made from, one split per
@@ -242,6 +260,9 @@ func (m *iterMapper) rewrite(e ir.Expr) (isum, bool) {
 
 // accum adds scale*e to the sum (acc, base).
 func (m *iterMapper) accum(e ir.Expr, scale int64, acc *[]isplit, base *int64) bool {
+	if m.freeBase && m.depth == 1 && !ir.UsesVar(e, func(v *ir.Var) bool { return m.varMark(v) != nil }) {
+		return true
+	}
 	switch x := e.(type) {
 	case *ir.IntImm:
 		*base += scale * x.Value()

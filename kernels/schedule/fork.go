@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"maps"
 	"slices"
 
 	"dragonx/kernels/ir"
@@ -22,6 +23,8 @@ func (s *Schedule) Fork() *Schedule {
 	f := s.f.Clone()
 	n := &Schedule{
 		f:      f,
+		orig:   s.orig,
+		cover:  maps.Clone(s.cover),
 		rng:    s.rng,
 		blocks: make([]*ir.Block, len(s.blocks), cap(s.blocks)),
 		loops:  make([]*ir.For, len(s.loops), cap(s.loops)),

@@ -364,7 +364,8 @@ func (s *Schedule) fuseSymbolic(fv *ir.Var, loops []*ir.For, outer []*ir.For) (m
 // only statement of its parent between the outermost and the innermost
 // given) into the given order; loops of the chain that are not given keep
 // their places. The blocks under the loops must have only data-parallel
-// and reduction iter vars, and affine bindings.
+// and reduction iter vars, and affine bindings (in their loops, or in the
+// loops from the outermost one reordered down: vl = l * 16 is refused).
 func (s *Schedule) Reorder(ls []LoopRV) error {
 	const prim = "Reorder"
 	if len(ls) <= 1 {
@@ -426,7 +427,7 @@ func (s *Schedule) Reorder(ls []LoopRV) error {
 	bottom := chain[len(chain)-1]
 	// Blocks under the loops: S/R iter vars and affine bindings.
 	outer := loopsAbove(deepest, topIdx)
-	if err := s.checkReorderBlocks(prim, bottom, append(outer, chain...)); err != nil {
+	if err := s.checkReorderBlocks(prim, bottom, append(outer, chain...), len(outer)); err != nil {
 		return err
 	}
 	if err := s.checkReductionOrder(prim, ls, loops, bottom); err != nil {
@@ -535,8 +536,9 @@ func (s *Schedule) checkReductionOrder(prim string, ls []LoopRV, loops []*ir.For
 // checkReorderBlocks checks the blocks directly under bottom (not nested
 // in other blocks): every iter var is data-parallel or reduction, and the
 // bindings are affine in the loops (TVM's BlockPropertyError and partial
-// affine binding check).
-func (s *Schedule) checkReorderBlocks(prim string, bottom *ir.For, loops []*ir.For) error {
+// affine binding check: loops[top] is the outermost loop reordered; the
+// bindings may be affine in the loops from it down only).
+func (s *Schedule) checkReorderBlocks(prim string, bottom *ir.For, loops []*ir.For, top int) error {
 	var err error
 	// The loops above the statement walked: pushed and popped around
 	// each loop's body.
@@ -565,7 +567,7 @@ func (s *Schedule) checkReorderBlocks(prim string, bottom *ir.For, loops []*ir.F
 					return
 				}
 			}
-			if e := s.affineBindingProblem(x, ls); e != nil {
+			if e := s.affineBindingProblem(x, ls, top); e != nil {
 				err = s.errorf(prim, "block %q under the loops does not have an affine binding: %v", x.Block.Name, e)
 			}
 		}

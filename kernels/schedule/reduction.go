@@ -144,6 +144,8 @@ func (s *Schedule) DecomposeReduction(b BlockRV, l LoopRV) (BlockRV, error) {
 	default:
 		replaceIn(parent, loop, &ir.SeqStmt{Stmts: []ir.Stmt{nest, loop}})
 	}
+	// TVM recomputes the scope's cached flags here (UpdateScopeBlockInfo).
+	s.staleCover(sc.root)
 	return s.newBlockRV(init), s.done(prim)
 }
 

@@ -62,6 +62,8 @@ func (e ExprRV) Valid() bool { return e.id > 0 }
 // replay.
 type Schedule struct {
 	f      *ir.PrimFunc
+	orig   *ir.PrimFunc            // the function New was given (read only)
+	cover  map[string]coverVerdict // by scope block name (regionCoverProblem)
 	rng    Rand
 	blocks []*ir.Block
 	loops  []*ir.For
@@ -73,13 +75,17 @@ type Schedule struct {
 	paths  []ir.Stmt // where pathTo carves its results from
 }
 
-// New returns a schedule over a copy of f; f itself is never modified.
-// seed seeds the sampling primitives (see Rand).
+// New returns a schedule over a copy of f; f itself is never modified,
+// and must not be while the schedule is used: the schedule reads it again
+// for the properties TVM computes once, when a schedule is created (the
+// region cover of each scope, see regionCoverProblem). seed seeds the
+// sampling primitives (see Rand).
 func New(f *ir.PrimFunc, seed int64) *Schedule {
 	// Room for the RVs of a typical trace (a GPU sketch names about 100
 	// loops and 20 blocks), so that the tables do not regrow.
 	return &Schedule{
 		f:      f.Clone(),
+		orig:   f,
 		rng:    NewRand(seed),
 		blocks: make([]*ir.Block, 0, 32),
 		loops:  make([]*ir.For, 0, 128),

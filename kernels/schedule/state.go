@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"dragonx/kernels/arith"
 	"dragonx/kernels/ir"
 )
 
@@ -204,7 +205,7 @@ func (s *Schedule) reductionProblem(b *ir.Block, r *ir.BlockRealize, loops []*ir
 	if b.Init == nil {
 		return 1
 	}
-	if s.affineBindingProblem(r, loops) != nil {
+	if s.affineBindingProblem(r, loops, 0) != nil {
 		return 2
 	}
 	for _, iv := range b.IterVars {
@@ -249,24 +250,40 @@ func reduceVarIndexesOutput(b *ir.Block) bool {
 	return found
 }
 
-// affineBindingProblem checks that r's bindings are affine in the loops
-// above it (TVM's IsAffineBinding).
+// affineBindingProblem checks that r's bindings are affine in loops, the
+// loops between r and its scope block, outermost first (TVM's
+// IsAffineBlockBinding). With partial > 0 they may instead be affine in
+// loops[partial:] alone, the outer loops then being fixed: TVM's
+// CheckPartialAffineBinding under loops[partial].
 //
-// The check first asks for sums of digits of single loop variables
-// (arith.CheckAffineBinding). TVM's DetectIterMap also recognises fused
-// iterators (i*128 + j split again by 896, after a Fuse and a Split),
-// which that check does not; so a binding it refuses is still accepted
-// when it is quasi-affine: a sum of constant multiples of loop variables,
-// outer variables, and floordiv/floormod by positive constants of such
-// sums. This accepts every binding TVM accepts (and a few non-injective
-// ones it would refuse); products of variables and loads are refused.
-func (s *Schedule) affineBindingProblem(r *ir.BlockRealize, loops []*ir.For) error {
+// The check is TVM's (arith.AffineBinding: DetectIterMap at the surjective
+// level and unit scales) wherever the iter map rewriter covers the
+// bindings. Where it does not (padding, symbolic extents, other
+// predicates), a binding is accepted when it is quasi-affine: a sum of
+// constant multiples of loop variables, outer variables, and floordiv or
+// floormod by positive constants of such sums (TVM accepts some of these,
+// with padding, and refuses others); otherwise it must pass
+// arith.CheckAffineBinding. Products of variables and loads are refused.
+func (s *Schedule) affineBindingProblem(r *ir.BlockRealize, loops []*ir.For, partial int) error {
 	if r == nil || len(r.IterValues) == 0 {
 		return nil
 	}
-	// The quasi-affine test is syntactic and cheap; only bindings that
-	// fail it go through the full check (which may still accept them,
-	// after simplification).
+	la := s.analyzer()
+	defer s.release(la)
+	decided, err := tvmAffineBinding(la.Analyzer, r, loops)
+	if decided && err == nil {
+		return nil
+	}
+	if partial > 0 && partial < len(loops) {
+		d, perr := tvmAffineBinding(la.Analyzer, r, loops[partial:])
+		if d && perr == nil {
+			return nil
+		}
+		decided = decided && d
+	}
+	if decided {
+		return err
+	}
 	quasi := true
 	for _, v := range r.IterValues {
 		if !quasiAffine(v) {
@@ -277,12 +294,28 @@ func (s *Schedule) affineBindingProblem(r *ir.BlockRealize, loops []*ir.For) err
 	if quasi {
 		return nil
 	}
-	a := s.analyzer()
-	defer s.release(a)
 	for _, l := range loops {
-		a.trackLoop(l)
+		la.trackLoop(l)
 	}
-	return a.CheckAffineBinding(r.IterValues)
+	return la.CheckAffineBinding(r.IterValues)
+}
+
+// tvmAffineBinding runs arith.AffineBinding on r's bindings with loops as
+// the iterators; undecided (false) when a loop's extent is not a constant.
+func tvmAffineBinding(a *arith.Analyzer, r *ir.BlockRealize, loops []*ir.For) (decided bool, err error) {
+	iters := make([]arith.LoopIter, len(loops))
+	for i, l := range loops {
+		n, ok := l.ConstExtent()
+		if !ok {
+			return false, nil
+		}
+		iters[i] = arith.LoopIter{Var: l.Var, Extent: n}
+	}
+	var pred ir.Expr
+	if !ir.IsTrue(r.Predicate) {
+		pred = r.Predicate
+	}
+	return a.AffineBinding(r.IterValues, iters, pred)
 }
 
 // quasiAffine reports whether e is built from variables and integer
@@ -381,9 +414,17 @@ func (s *Schedule) scopeOf(prim string, rv BlockRV, b *ir.Block, bp blockPath) (
 	return newScopeInfo(bp.scope), nil
 }
 
-// requireStagePipeline fails when the scope is not a stage pipeline.
+// requireStagePipeline fails when the scope is not a stage pipeline: a
+// child block overwrites what an earlier one reads (checked on the
+// function as it is), or the region cover property does not hold (checked
+// as TVM does, on the function the schedule started from: see
+// regionCoverProblem).
 func (s *Schedule) requireStagePipeline(prim string, sc *scopeInfo) error {
-	if p := sc.stagePipelineProblem(); p != "" {
+	p := sc.stagePipelineProblem()
+	if p == "" {
+		p = s.regionCoverProblem(sc.root.Name)
+	}
+	if p != "" {
 		return s.errorf(prim, "the scope block %q is not a stage pipeline: %s", sc.root.Name, p)
 	}
 	return nil

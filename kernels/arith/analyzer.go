@@ -13,6 +13,7 @@ import (
 type Analyzer struct {
 	bounds map[*ir.Var]Bound
 	im     *iterMapper // IterMapSimplify's scratch space
+	chunk  []term      // where canonical sums take their terms from (see newTerms)
 }
 
 // NewAnalyzer returns an analyzer that knows nothing about any variable.

@@ -71,7 +71,33 @@ func (s sum) scaleInPlace(k int64) sum {
 }
 
 func (a *Analyzer) atom(x ir.Expr) sum {
-	return sum{terms: []term{{1, x}}, t: x.DType()}
+	return a.single(1, x, x.DType())
+}
+
+// single is the sum k*x of dtype t.
+func (a *Analyzer) single(k int64, x ir.Expr, t ir.DType) sum {
+	ts := a.newTerms(1)
+	ts = append(ts, term{k, x})
+	return sum{terms: ts, t: t}
+}
+
+// newTerms returns an empty term list with room for n terms, carved from
+// a chunk that the analyzer only ever appends to: one allocation for many
+// of the short lists that canonical sums are built in. The list is the
+// caller's: its capacity ends where the next list starts, so that growing
+// it past n reallocates instead of running into its neighbour.
+func (a *Analyzer) newTerms(n int) []term {
+	if cap(a.chunk)-len(a.chunk) < n {
+		// A small first chunk: many analyzers answer a few questions only.
+		size := 16
+		if a.chunk != nil {
+			size = 64
+		}
+		a.chunk = make([]term, 0, max(size, n))
+	}
+	i := len(a.chunk)
+	a.chunk = a.chunk[:i+n]
+	return a.chunk[i : i : i+n]
 }
 
 // toSum puts an integer expression in canonical form; atoms come out
@@ -82,7 +108,7 @@ func (a *Analyzer) toSum(e ir.Expr) sum {
 	case *ir.IntImm:
 		return sum{c: x.Value(), t: t}
 	case *ir.Var:
-		return sum{terms: []term{{1, x}}, t: t}
+		return a.single(1, x, t)
 	case *ir.Binary:
 		switch x.Op() {
 		case ir.OpAdd, ir.OpSub:
@@ -90,7 +116,7 @@ func (a *Analyzer) toSum(e ir.Expr) sum {
 			if isLinearLeaf(x.A()) {
 				// The leftmost operand of a chain of sums: room for the
 				// terms the chain adds.
-				s.terms = make([]term, 0, 4)
+				s.terms = a.newTerms(4)
 				a.addTo(&s, x.A(), 1)
 			} else {
 				s = a.toSum(x.A())
@@ -239,7 +265,7 @@ func (a *Analyzer) shallowSum(e ir.Expr) sum {
 			}
 		}
 	}
-	return sum{terms: []term{{1, e}}, t: t}
+	return a.single(1, e, t)
 }
 
 // boundSimplified bounds an expression that is already simplified.
@@ -322,8 +348,8 @@ func (a *Analyzer) divSum(s sum, c int64) sum {
 			return s
 		}
 	}
-	q := sum{t: s.t, c: floorDiv(s.c, c), terms: make([]term, 0, len(s.terms)+1)}
-	r := sum{t: s.t, c: floorMod(s.c, c)}
+	q := sum{t: s.t, c: floorDiv(s.c, c), terms: a.newTerms(len(s.terms) + 1)}
+	r := sum{t: s.t, c: floorMod(s.c, c), terms: a.newTerms(len(s.terms))}
 	for _, t := range s.terms {
 		if t.k%c == 0 {
 			q.addTerm(t.k/c, t.x)
@@ -392,7 +418,7 @@ func (a *Analyzer) modSum(s sum, c int64) sum {
 		return sum{t: s.t}
 	}
 	// Multiples of c do not change the remainder.
-	r := sum{t: s.t, c: floorMod(s.c, c), terms: make([]term, 0, len(s.terms))}
+	r := sum{t: s.t, c: floorMod(s.c, c), terms: a.newTerms(len(s.terms))}
 	for _, t := range s.terms {
 		r.addTerm(floorMod(t.k, c), t.x)
 	}

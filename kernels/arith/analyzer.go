@@ -83,7 +83,10 @@ func (a *Analyzer) CanProveEqual(x, y ir.Expr) bool {
 	if !x.DType().IsInt() || !y.DType().IsInt() {
 		return false
 	}
-	s := a.toSum(ir.Sub(x, y))
+	s, ok := a.binarySum(ir.OpSub, x, y)
+	if !ok {
+		s = a.toSum(ir.Sub(x, y))
+	}
 	return len(s.terms) == 0 && s.c == 0
 }
 
@@ -95,7 +98,10 @@ func (a *Analyzer) ConstDiff(x, y ir.Expr) (int64, bool) {
 	if ir.SameExpr(x, y) {
 		return 0, true
 	}
-	s := a.toSum(ir.Sub(x, y))
+	s, ok := a.binarySum(ir.OpSub, x, y)
+	if !ok {
+		s = a.toSum(ir.Sub(x, y))
+	}
 	return s.c, len(s.terms) == 0
 }
 
@@ -484,5 +490,5 @@ func (a *Analyzer) LoopSet(f *ir.For) IntSet {
 		return RangeSet(0, n)
 	}
 	e := f.SymbolicExtent()
-	return IntSet{ir.IntImmOf(e.DType(), 0), a.Simplify(ir.Sub(e, ir.IntImmOf(e.DType(), 1)))}
+	return IntSet{ir.IntImmOf(e.DType(), 0), a.simplifyBinary(ir.OpSub, e, ir.IntImmOf(e.DType(), 1))}
 }

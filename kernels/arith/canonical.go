@@ -112,22 +112,7 @@ func (a *Analyzer) toSum(e ir.Expr) sum {
 	case *ir.Binary:
 		switch x.Op() {
 		case ir.OpAdd, ir.OpSub:
-			var s sum
-			if isLinearLeaf(x.A()) {
-				// The leftmost operand of a chain of sums: room for the
-				// terms the chain adds.
-				s.terms = a.newTerms(4)
-				a.addTo(&s, x.A(), 1)
-			} else {
-				s = a.toSum(x.A())
-			}
-			k := int64(1)
-			if x.Op() == ir.OpSub {
-				k = -1
-			}
-			a.addTo(&s, x.B(), k)
-			s.t = t
-			return s
+			return a.addSub(x.Op(), x.A(), x.B(), t)
 		case ir.OpMul:
 			// toSum's results are fresh: scale them in place.
 			sa, sb := a.toSum(x.A()), a.toSum(x.B())
@@ -188,6 +173,61 @@ func (a *Analyzer) toSum(e ir.Expr) sum {
 		return sum{c: c.Value(), t: t}
 	}
 	return a.atom(v)
+}
+
+// addSub is toSum(x + y) (op OpAdd) or toSum(x - y) (op OpSub) for x and
+// y of dtype t, without building x op y.
+func (a *Analyzer) addSub(op ir.BinOp, x, y ir.Expr, t ir.DType) sum {
+	var s sum
+	if isLinearLeaf(x) {
+		// The leftmost operand of a chain of sums: room for the
+		// terms the chain adds.
+		s.terms = a.newTerms(4)
+		a.addTo(&s, x, 1)
+	} else {
+		s = a.toSum(x)
+	}
+	k := int64(1)
+	if op == ir.OpSub {
+		k = -1
+	}
+	a.addTo(&s, y, k)
+	s.t = t
+	return s
+}
+
+// binarySum is toSum(ir.NewBinary(op, x, y)) for op +, - and, with a
+// constant y != 0, floordiv and floormod, without building the operation
+// when x and y are integers of one dtype (ok false otherwise: the caller
+// builds it).
+func (a *Analyzer) binarySum(op ir.BinOp, x, y ir.Expr) (s sum, ok bool) {
+	t := x.DType()
+	if !t.IsInt() || y.DType() != t {
+		return sum{}, false
+	}
+	switch op {
+	case ir.OpAdd, ir.OpSub:
+		return a.addSub(op, x, y, t), true
+	case ir.OpFloorDiv, ir.OpFloorMod:
+		c, isConst := y.(*ir.IntImm)
+		if !isConst || c.Value() == 0 {
+			break
+		}
+		if op == ir.OpFloorDiv {
+			return a.divSum(a.toSum(x), c.Value()), true
+		}
+		return a.modSum(a.toSum(x), c.Value()), true
+	}
+	return sum{}, false
+}
+
+// simplifyBinary is Simplify(ir.NewBinary(op, x, y)), without building
+// the operation where binarySum can.
+func (a *Analyzer) simplifyBinary(op ir.BinOp, x, y ir.Expr) ir.Expr {
+	if s, ok := a.binarySum(op, x, y); ok {
+		return a.fromSum(s)
+	}
+	return a.Simplify(ir.NewBinary(op, x, y))
 }
 
 // linearLeaf splits e into c*v + d when it is a constant (v nil), a

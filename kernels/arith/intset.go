@@ -104,6 +104,10 @@ func (a *Analyzer) ToRange(s IntSet) (ir.Range, bool) {
 		// A point: what the simplifier makes of max - min + 1.
 		return ir.Range{Min: s.Min, Extent: ir.IntImmOf(s.Min.DType(), 1)}, true
 	}
+	if d, ok := a.binarySum(ir.OpSub, s.Max, s.Min); ok {
+		d.c++ // max - min + 1, not built
+		return ir.Range{Min: s.Min, Extent: a.fromSum(d)}, true
+	}
 	return ir.Range{Min: s.Min, Extent: a.Simplify(ir.Add(ir.Sub(s.Max, s.Min), ir.IntImmOf(s.Min.DType(), 1)))}, true
 }
 
@@ -112,6 +116,10 @@ func (a *Analyzer) RangeToSet(r ir.Range) IntSet {
 	if c, ok := ir.IsConstInt(r.Extent); ok && c == 1 {
 		// min + 1 - 1 simplifies as min does.
 		return IntSet{r.Min, a.Simplify(r.Min)}
+	}
+	if s, ok := a.binarySum(ir.OpAdd, r.Min, r.Extent); ok {
+		s.c-- // min + extent - 1, not built
+		return IntSet{r.Min, a.fromSum(s)}
 	}
 	return IntSet{r.Min, a.Simplify(ir.Sub(ir.Add(r.Min, r.Extent), ir.IntImmOf(r.Min.DType(), 1)))}
 }
@@ -204,15 +212,15 @@ func (a *Analyzer) evalAtomSet(e ir.Expr, dom map[*ir.Var]IntSet) IntSet {
 				// floordiv is monotone in its dividend.
 				var out IntSet
 				if in.Min != nil {
-					out.Min = a.Simplify(ir.FloorDiv(in.Min, x.B()))
+					out.Min = a.simplifyBinary(ir.OpFloorDiv, in.Min, x.B())
 				}
 				if in.Max != nil {
-					out.Max = a.Simplify(ir.FloorDiv(in.Max, x.B()))
+					out.Max = a.simplifyBinary(ir.OpFloorDiv, in.Max, x.B())
 				}
 				return out
 			}
 			if in.IsPoint() {
-				p := a.Simplify(ir.FloorMod(in.Min, x.B()))
+				p := a.simplifyBinary(ir.OpFloorMod, in.Min, x.B())
 				return IntSet{p, p}
 			}
 			return BoundSet(a.boundFromSets(e, dom), e.DType())

@@ -104,7 +104,13 @@ func Rewrite(e Expr, fn func(Expr) Expr) Expr {
 	case *Binary:
 		a, b := Rewrite(x.a, fn), Rewrite(x.b, fn)
 		if a != x.a || b != x.b {
-			e = NewBinary(x.op, a, b)
+			if a.DType() == x.a.DType() && b.DType() == x.b.DType() {
+				// Operands of the dtypes x was built with need no
+				// unifying or checking again.
+				e = &Binary{op: x.op, a: a, b: b, t: x.t}
+			} else {
+				e = NewBinary(x.op, a, b)
+			}
 		}
 	case *Not:
 		if a := Rewrite(x.a, fn); a != x.a {

@@ -349,13 +349,48 @@ func childRealizes(s ir.Stmt) []*ir.BlockRealize {
 	case *ir.Block:
 		s = x.Body
 	}
-	return appendRealizes(nil, s, false)
+	return collectRealizes(s, false)
 }
 
 // realizesUnder returns every BlockRealize under s (s itself included),
 // nested ones too, in program order.
 func realizesUnder(s ir.Stmt) []*ir.BlockRealize {
-	return appendRealizes(nil, s, true)
+	return collectRealizes(s, true)
+}
+
+// collectRealizes returns appendRealizes(nil, s, nested) in a list of its
+// exact size, counted first: one allocation (none when there are none)
+// where growing the list would take several.
+func collectRealizes(s ir.Stmt, nested bool) []*ir.BlockRealize {
+	n := countRealizes(s, nested)
+	if n == 0 {
+		return nil
+	}
+	return appendRealizes(make([]*ir.BlockRealize, 0, n), s, nested)
+}
+
+// countRealizes counts the BlockRealizes that appendRealizes would append.
+func countRealizes(s ir.Stmt, nested bool) int {
+	switch x := s.(type) {
+	case *ir.BlockRealize:
+		if nested && x.Block != nil {
+			return 1 + countRealizes(x.Block, nested)
+		}
+		return 1
+	case *ir.Block:
+		return countRealizes(x.Init, nested) + countRealizes(x.Body, nested)
+	case *ir.For:
+		return countRealizes(x.Body, nested)
+	case *ir.SeqStmt:
+		n := 0
+		for _, c := range x.Stmts {
+			n += countRealizes(c, nested)
+		}
+		return n
+	case *ir.IfThenElse:
+		return countRealizes(x.Then, nested) + countRealizes(x.Else, nested)
+	}
+	return 0
 }
 
 // appendRealizes appends the BlockRealizes under s in program order

@@ -51,6 +51,9 @@ func newScopeInfo(root *ir.Block) *scopeInfo {
 	}
 	reads := make([]bufferUse, 0, nr)
 	sc.writes = make([]bufferUse, 0, nw)
+	// Room for as many dependencies as regions: one writer per buffer
+	// read, as a rule, so that the list seldom regrows.
+	sc.deps = make([]dependency, 0, nr+nw)
 	add := func(src, dst *ir.Block, k depKind) {
 		if src != dst {
 			sc.deps = append(sc.deps, dependency{src, dst, k})

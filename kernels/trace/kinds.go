@@ -178,6 +178,25 @@ func (s *Session) intOf(v Value, what string) (int64, error) {
 	return 0, fmt.Errorf("%s is %s, where an integer is expected", what, describeValue(v))
 }
 
+// intValue returns the integer that v stands for when intOf would find
+// one (an integer, or the name of an ExprRV that has a value); intOf
+// explains why not.
+func (s *Session) intValue(v Value) (int64, bool) {
+	switch v.Kind {
+	case Int:
+		return v.Int, true
+	case String:
+		if rv, ok := s.names.lookup(v.Str); ok {
+			if e, ok := rv.(schedule.ExprRV); ok {
+				if n, err := s.sch.GetExpr(e); err == nil {
+					return n, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
 func intAttr(in Inst, i int) (int64, error) {
 	v := in.Attrs[i]
 	switch v.Kind {
@@ -335,8 +354,10 @@ func init() {
 					factors[i] = schedule.Infer
 					continue
 				}
-				f, err := s.intOf(v, fmt.Sprintf("factor %d", i))
-				if err != nil {
+				f, ok := s.intValue(v)
+				if !ok {
+					// Name the factor only for the message.
+					_, err := s.intOf(v, fmt.Sprintf("factor %d", i))
 					return nil, nil, err
 				}
 				if f < 1 {

@@ -267,13 +267,26 @@ func isLinearLeaf(e ir.Expr) bool {
 func (a *Analyzer) addTo(s *sum, e ir.Expr, k int64) {
 	c, v, d, ok := linearLeaf(e)
 	if !ok {
-		s.addSum(a.toSum(e), k)
+		o := a.toSum(e)
+		a.reserve(s, len(o.terms))
+		s.addSum(o, k)
 		return
 	}
 	if v != nil {
+		a.reserve(s, 1)
 		s.addTerm(c*k, v)
 	}
 	s.c += d * k
+}
+
+// reserve makes room in s, which the caller owns, for n more terms, from
+// the analyzer's chunk (see newTerms) rather than by append's regrowth.
+func (a *Analyzer) reserve(s *sum, n int) {
+	if cap(s.terms)-len(s.terms) >= n {
+		return
+	}
+	ts := a.newTerms(len(s.terms) + max(n, 4))
+	s.terms = append(ts, s.terms...)
 }
 
 // shallowSum decomposes an expression that is already simplified: only

@@ -46,25 +46,57 @@ func (s *Schedule) pathTo(target ir.Stmt) []ir.Stmt {
 // path is only valid until the next call.
 func (s *Schedule) findPath(target ir.Stmt) bool {
 	s.path = s.path[:0]
-	return findPath(s.f.Body, target, 0, &s.path)
+	k := keyOf(target)
+	return findPath(s.f.Body, &k, 0, &s.path)
+}
+
+// stmtKey is a statement to look for, held by its concrete type, so that
+// a search compares pointers where comparing interfaces would take a call
+// to the runtime at every statement of the target's type.
+type stmtKey struct {
+	loop    *ir.For
+	realize *ir.BlockRealize
+	block   *ir.Block
+	seq     *ir.SeqStmt
+	cond    *ir.IfThenElse
+	other   ir.Stmt // any other kind of statement
+}
+
+func keyOf(s ir.Stmt) stmtKey {
+	switch x := s.(type) {
+	case *ir.For:
+		return stmtKey{loop: x}
+	case *ir.BlockRealize:
+		return stmtKey{realize: x}
+	case *ir.Block:
+		return stmtKey{block: x}
+	case *ir.SeqStmt:
+		return stmtKey{seq: x}
+	case *ir.IfThenElse:
+		return stmtKey{cond: x}
+	}
+	return stmtKey{other: s}
 }
 
 // findPath searches s, which sits at depth depth, for target. The path is
 // written into *path only on the way back from a hit, so that the search
 // itself stores nothing.
-func findPath(s, target ir.Stmt, depth int, path *[]ir.Stmt) bool {
-	found := false
+func findPath(s ir.Stmt, target *stmtKey, depth int, path *[]ir.Stmt) bool {
+	hit, found := false, false
 	switch x := s.(type) {
 	case nil:
 		return false
 	case *ir.For:
-		found = s == target || findPath(x.Body, target, depth+1, path)
+		hit = x == target.loop
+		found = hit || findPath(x.Body, target, depth+1, path)
 	case *ir.BlockRealize:
-		found = s == target || findPath(x.Block, target, depth+1, path)
+		hit = x == target.realize
+		found = hit || findPath(x.Block, target, depth+1, path)
 	case *ir.Block:
-		found = s == target || findPath(x.Init, target, depth+1, path) || findPath(x.Body, target, depth+1, path)
+		hit = x == target.block
+		found = hit || findPath(x.Init, target, depth+1, path) || findPath(x.Body, target, depth+1, path)
 	case *ir.SeqStmt:
-		if found = s == target; !found {
+		if hit = x == target.seq; !hit {
 			for _, c := range x.Stmts {
 				if findPath(c, target, depth+1, path) {
 					found = true
@@ -72,15 +104,18 @@ func findPath(s, target ir.Stmt, depth int, path *[]ir.Stmt) bool {
 				}
 			}
 		}
+		found = found || hit
 	case *ir.IfThenElse:
-		found = s == target || findPath(x.Then, target, depth+1, path) || findPath(x.Else, target, depth+1, path)
+		hit = x == target.cond
+		found = hit || findPath(x.Then, target, depth+1, path) || findPath(x.Else, target, depth+1, path)
 	default:
-		found = s == target
+		hit = target.other != nil && s == target.other
+		found = hit
 	}
 	if !found {
 		return false
 	}
-	if s == target {
+	if hit {
 		*path = slices.Grow((*path)[:0], depth+1)[:depth+1]
 	}
 	(*path)[depth] = s
@@ -126,30 +161,32 @@ func markDepths(s ir.Stmt, depth int, loops []*ir.For, out []int) {
 
 // contains reports whether s is in f.
 func contains(f *ir.PrimFunc, s ir.Stmt) bool {
-	return containsStmt(f.Body, s)
+	k := keyOf(s)
+	return containsStmt(f.Body, &k)
 }
 
-func containsStmt(root, s ir.Stmt) bool {
-	if root == s {
-		return true
-	}
+func containsStmt(root ir.Stmt, s *stmtKey) bool {
 	switch x := root.(type) {
 	case *ir.For:
-		return containsStmt(x.Body, s)
+		return x == s.loop || containsStmt(x.Body, s)
 	case *ir.BlockRealize:
-		return x.Block != nil && containsStmt(x.Block, s)
+		return x == s.realize || x.Block != nil && containsStmt(x.Block, s)
 	case *ir.Block:
-		return x.Init != nil && containsStmt(x.Init, s) || containsStmt(x.Body, s)
+		return x == s.block || x.Init != nil && containsStmt(x.Init, s) || containsStmt(x.Body, s)
 	case *ir.SeqStmt:
+		if x == s.seq {
+			return true
+		}
 		for _, c := range x.Stmts {
 			if containsStmt(c, s) {
 				return true
 			}
 		}
+		return false
 	case *ir.IfThenElse:
-		return containsStmt(x.Then, s) || x.Else != nil && containsStmt(x.Else, s)
+		return x == s.cond || containsStmt(x.Then, s) || x.Else != nil && containsStmt(x.Else, s)
 	}
-	return false
+	return root == s.other
 }
 
 // blockPath describes where a block sits: its realize, the loops between

@@ -187,7 +187,7 @@ func (s *Session) Apply(in Inst, decision *Value) error {
 		}
 		_, dup := s.names.lookup(name)
 		for _, prev := range in.Outputs[:k] {
-			dup = dup || prev == name
+			dup = dup || sameName(prev, name)
 		}
 		if dup || name == "None" || isQuoted(name) {
 			return &Error{Inst: len(s.trace.Insts), Kind: in.Kind, Err: fmt.Errorf("output %d redefines %s", k, name)}
@@ -210,6 +210,14 @@ func (s *Session) Apply(in Inst, decision *Value) error {
 	s.named += len(in.Outputs)
 	s.record(in, used)
 	return nil
+}
+
+// sameName reports whether a == b, comparing the last bytes first: an
+// instruction's outputs are numbered in sequence (l5, l6, l7), so that
+// they seldom differ first anywhere else.
+func sameName(a, b string) bool {
+	n := len(a)
+	return n == len(b) && (n == 0 || a[n-1] == b[n-1]) && a == b
 }
 
 func (s *Session) record(in Inst, used *Value) {
@@ -298,7 +306,8 @@ func tvmNumber(name string) (int, bool) {
 		return 0, false
 	}
 	k := 0
-	for _, c := range name[1:] {
+	for i := 1; i < len(name); i++ { // bytes, not runes: a name is ASCII or no number
+		c := name[i]
 		if c < '0' || c > '9' {
 			return 0, false
 		}

@@ -376,22 +376,33 @@ func (s *Schedule) Reorder(ls []LoopRV) error {
 		}
 		return nil
 	}
+	// One walk finds every loop's depth, -1 for one not in f (or a marker
+	// or an unknown RV, which have no loop): s.loop, which walks f for
+	// each, then only has to say what is wrong with those.
 	loops := make([]*ir.For, len(ls))
 	for i, rv := range ls {
-		l, err := s.loop(prim, rv)
-		if err != nil {
-			return err
+		if !rv.IsRoot() && !rv.IsInline() {
+			loops[i] = s.loopOf(rv)
 		}
-		if slices.Contains(loops[:i], l) {
+	}
+	depths := loopDepths(s.f.Body, loops)
+	for i, rv := range ls {
+		if depths[i] < 0 {
+			l, err := s.loop(prim, rv)
+			if err != nil {
+				return err
+			}
+			loops[i] = l
+		}
+		if slices.Contains(loops[:i], loops[i]) {
 			return s.errorf(prim, "%v appears more than once", rv)
 		}
-		loops[i] = l
 	}
 	// The deepest loop's path must hold all the others, with no block in
 	// between.
 	var deepestLoop *ir.For
 	depth := -1
-	for i, d := range loopDepths(s.f.Body, loops) {
+	for i, d := range depths {
 		if d > depth {
 			deepestLoop, depth = loops[i], d
 		}

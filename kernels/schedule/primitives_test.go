@@ -244,6 +244,7 @@ func TestFuse(t *testing.T) {
 }
 
 func TestReorder(t *testing.T) {
+	var stale schedule.LoopRV
 	loops := func(t *testing.T, s *schedule.Schedule) []schedule.LoopRV {
 		return getLoops(t, s, getBlock(t, s, "T_matmul_NT"))
 	}
@@ -280,6 +281,27 @@ func TestReorder(t *testing.T) {
 			op: func(t *testing.T, s *schedule.Schedule) error {
 				ls := loops(t, s)
 				return s.Reorder([]schedule.LoopRV{ls[0], ls[0]})
+			}},
+		// Reorder checks that its loops are in f with one walk for all:
+		// the errors still come in the order of the loops.
+		{name: "stale loop before a duplicate", f: dense, prim: "Reorder", err: []string{"loop i, which is no longer in the function"},
+			setup: func(t *testing.T, s *schedule.Schedule) {
+				stale = loops(t, s)[0]
+				must[[]schedule.LoopRV](t)(s.Split(stale, []int64{2, 4}, true, false))
+			},
+			op: func(t *testing.T, s *schedule.Schedule) error {
+				ls := loops(t, s)
+				return s.Reorder([]schedule.LoopRV{ls[0], stale, ls[0]})
+			}},
+		{name: "duplicate before a marker", f: dense, prim: "Reorder", err: []string{"appears more than once"},
+			op: func(t *testing.T, s *schedule.Schedule) error {
+				ls := loops(t, s)
+				return s.Reorder([]schedule.LoopRV{ls[1], ls[1], schedule.RootLoop})
+			}},
+		{name: "marker", f: dense, prim: "Reorder", err: []string{"marker"},
+			op: func(t *testing.T, s *schedule.Schedule) error {
+				ls := loops(t, s)
+				return s.Reorder([]schedule.LoopRV{ls[0], schedule.InlineLoop, ls[1]})
 			}},
 		{name: "not a chain", f: chain, prim: "Reorder", err: []string{"not nested in one another"},
 			op: func(t *testing.T, s *schedule.Schedule) error {

@@ -47,11 +47,19 @@
 // # Speed
 //
 // Parse plus Replay of the reference dense trace (64 instructions) takes
-// 0.17-0.22 ms of CPU on the shared 2-core development machine, depending
-// on its load (4,500-5,900 replays per second and per core; parsing alone
+// 0.16-0.22 ms of CPU on the shared 2-core development machine, depending
+// on its load (4,500-6,200 replays per second and per core; parsing alone
 // is about 0.02 ms), and the C2D trace of the same structure (74
-// instructions) 0.34-0.40 ms: BenchmarkReplayDense and BenchmarkReplayC2D
-// with -cpu 1. Most of the time goes to simplifying bindings and regions
-// (kernels/arith) and to the garbage it makes: a quarter of it is the
-// garbage collector's, run every twenty or so C2D replays (175 KB each).
+// instructions) 0.27-0.37 ms: BenchmarkReplayDense and BenchmarkReplayC2D
+// with -cpu 1. Timings on that machine vary by a fifth from run to run;
+// instruction counts do not (valgrind --tool=callgrind on the benchmark
+// binary, with GODEBUG=asyncpreemptoff=1, at two -benchtime counts, the
+// difference divided by the difference of counts): a C2D replay executes
+// about 2.7 million instructions, 1.9 million of them outside the garbage
+// collector (GOGC=off), in 1,415 allocations of 186 KB in all; a dense one
+// 1.6 and 1.2 million, in 899 allocations. Most of the time goes to
+// simplifying bindings and regions (kernels/arith), to the walks that find
+// statements in the tree, and to the garbage all of it makes: the
+// collector runs every twenty or so C2D replays, and write barriers slow
+// the replays while it marks.
 package trace

@@ -47,17 +47,17 @@
 // # Speed
 //
 // Parse plus Replay of the reference dense trace (64 instructions) takes
-// 0.16-0.22 ms of CPU on the shared 2-core development machine, depending
-// on its load (4,500-6,200 replays per second and per core; parsing alone
+// 0.2-0.3 ms of CPU on the shared 2-core development machine, depending
+// on its load (3,300-5,000 replays per second and per core; parsing alone
 // is about 0.02 ms), and the C2D trace of the same structure (74
-// instructions) 0.27-0.37 ms: BenchmarkReplayDense and BenchmarkReplayC2D
+// instructions) 0.35-0.6 ms: BenchmarkReplayDense and BenchmarkReplayC2D
 // with -cpu 1. Timings on that machine vary by a fifth from run to run;
 // instruction counts do not (valgrind --tool=callgrind on the benchmark
 // binary, with GODEBUG=asyncpreemptoff=1, at two -benchtime counts, the
 // difference divided by the difference of counts): a C2D replay executes
-// about 2.7 million instructions, 1.9 million of them outside the garbage
-// collector (GOGC=off), in 1,415 allocations of 186 KB in all; a dense one
-// 1.6 and 1.2 million, in 899 allocations. Most of the time goes to
+// about 3.4 million instructions, 2.3 million of them outside the garbage
+// collector (GOGC=off), in 1,669 allocations of 210 KB in all; a dense one
+// 1.9 and 1.3 million, in 1,019 allocations. Most of the time goes to
 // simplifying bindings and regions (kernels/arith), to the walks that find
 // statements in the tree, and to the garbage all of it makes: the
 // collector runs every twenty or so C2D replays, and write barriers slow

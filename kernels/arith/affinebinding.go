@@ -2,6 +2,7 @@ package arith
 
 import (
 	"fmt"
+	"slices"
 
 	"dragonx/kernels/ir"
 )
@@ -53,27 +54,44 @@ func (a *Analyzer) AffineBinding(values []ir.Expr, iters []LoopIter, pred ir.Exp
 // without overlap into digits of the mark (TryNormalizeSplits, skipping
 // unused digits as SearchSkipLowerFactor does), or nil.
 func (m *iterMapper) surjectiveProblem() *imark {
-	var marks []*imark
-	splits := map[*imark][]isplit{}
+	// The marks reached, in order of first visit, and the splits of each
+	// (a handful of marks: linear lookups beat a map here, and the lists
+	// are reused across calls).
+	marks, splits := m.surjMarks[:0], m.surjSplits[:0]
 	var visit func(s isplit)
 	visit = func(s isplit) {
-		if _, seen := splits[s.m]; !seen {
+		k := slices.Index(marks, s.m)
+		if k < 0 {
+			k = len(marks)
 			marks = append(marks, s.m)
-			splits[s.m] = nil
+			if k < len(splits) {
+				splits = splits[:k+1]
+				splits[k] = splits[k][:0]
+			} else {
+				splits = append(splits, nil)
+			}
 			for _, c := range s.m.src {
 				visit(c)
 			}
 		}
-		splits[s.m] = append(splits[s.m], s)
+		splits[k] = append(splits[k], s)
 	}
 	for _, s := range m.sums {
 		for _, a := range s.args {
 			visit(a)
 		}
 	}
-	for _, mk := range marks {
-		ss := splits[mk]
-		used := make([]bool, len(ss))
+	defer func() {
+		clear(marks)
+		m.surjMarks, m.surjSplits = marks[:0], splits[:0]
+	}()
+	for i, mk := range marks {
+		ss := splits[i]
+		used := m.surjUsed[:0]
+		for range ss {
+			used = append(used, false)
+		}
+		m.surjUsed = used
 		expected := int64(1)
 		for range ss {
 			j := -1

@@ -160,6 +160,10 @@ type iterMapper struct {
 	// predicate) are rewritten, and only at the top level of an index,
 	// not under floordiv or floormod.
 	freeBase bool
+	// surjectiveProblem's scratch, reused across calls.
+	surjMarks  []*imark
+	surjSplits [][]isplit
+	surjUsed   []bool
 }
 
 // fusedMark is a fused mark and the sum it was made from, one split per

@@ -64,8 +64,8 @@ func (m *iterMapper) surjectiveProblem() *imark {
 		if k < 0 {
 			k = len(marks)
 			marks = append(marks, s.m)
-			if k < len(splits) {
-				splits = splits[:k+1]
+			if k < cap(splits) {
+				splits = splits[:k+1] // reuse the list this slot had
 				splits[k] = splits[k][:0]
 			} else {
 				splits = append(splits, nil)

@@ -56,8 +56,8 @@
 // binary, with GODEBUG=asyncpreemptoff=1, at two -benchtime counts, the
 // difference divided by the difference of counts): a C2D replay executes
 // about 3.4 million instructions, 2.3 million of them outside the garbage
-// collector (GOGC=off), in 1,669 allocations of 210 KB in all; a dense one
-// 1.9 and 1.3 million, in 1,019 allocations. Most of the time goes to
+// collector (GOGC=off), in about 1,570 allocations of 200 KB in all; a dense one
+// 1.9 and 1.3 million, in about 950 allocations. Most of the time goes to
 // simplifying bindings and regions (kernels/arith), to the walks that find
 // statements in the tree, and to the garbage all of it makes: the
 // collector runs every twenty or so C2D replays, and write barriers slow

@@ -49,40 +49,19 @@ func (s *Schedule) parallelize(prim string, l LoopRV, kind ir.ForKind, thread st
 	// Step 1. The subtree has a compact data flow: each block directly
 	// under the loop is a complete or a reduction block of the subtree.
 	var walkErr error
-	// The loops above the statement walked: pushed and popped around
-	// each loop's body.
-	loops := make([]*ir.For, len(lp.outer), len(lp.outer)+8)
-	copy(loops, lp.outer)
-	var walk func(x ir.Stmt)
-	walk = func(x ir.Stmt) {
-		if walkErr != nil {
-			return
+	walkChildRealizes(loop, lp.outer, func(x *ir.BlockRealize, loops []*ir.For) bool {
+		b := x.Block
+		c := completeProblem(b, true)
+		if c == 0 {
+			return true
 		}
-		switch x := x.(type) {
-		case *ir.For:
-			loops = append(loops, x)
-			walk(x.Body)
-			loops = loops[:len(loops)-1]
-		case *ir.SeqStmt:
-			for _, c := range x.Stmts {
-				walk(c)
-			}
-		case *ir.IfThenElse:
-			walk(x.Then)
-			walk(x.Else)
-		case *ir.BlockRealize:
-			b := x.Block
-			c := completeProblem(b, true)
-			if c == 0 {
-				return
-			}
-			if r := s.reductionProblem(b, x, loops, true); r != 0 {
-				walkErr = s.errorf(prim, "block %q under %v is neither a complete block (condition %d: %s) nor a reduction block (condition %d: %s), so the loop's data flow is not compact",
-					b.Name, l, c, completeBlockDefinition, r, reductionBlockDefinition)
-			}
+		if r := s.reductionProblem(b, x, loops, true); r != 0 {
+			walkErr = s.errorf(prim, "block %q under %v is neither a complete block (condition %d: %s) nor a reduction block (condition %d: %s), so the loop's data flow is not compact",
+				b.Name, l, c, completeBlockDefinition, r, reductionBlockDefinition)
+			return false
 		}
-	}
-	walk(loop)
+		return true
+	})
 	if walkErr != nil {
 		return walkErr
 	}

@@ -551,38 +551,18 @@ func (s *Schedule) checkReductionOrder(prim string, ls []LoopRV, loops []*ir.For
 // bindings may be affine in the loops from it down only).
 func (s *Schedule) checkReorderBlocks(prim string, bottom *ir.For, loops []*ir.For, top int) error {
 	var err error
-	// The loops above the statement walked: pushed and popped around
-	// each loop's body.
-	ls := loops[:len(loops):len(loops)] // appends must not write into the caller's array
-	var walk func(x ir.Stmt)
-	walk = func(x ir.Stmt) {
-		if err != nil {
-			return
-		}
-		switch x := x.(type) {
-		case *ir.For:
-			ls = append(ls, x)
-			walk(x.Body)
-			ls = ls[:len(ls)-1]
-		case *ir.SeqStmt:
-			for _, c := range x.Stmts {
-				walk(c)
-			}
-		case *ir.IfThenElse:
-			walk(x.Then)
-			walk(x.Else)
-		case *ir.BlockRealize:
-			for _, iv := range x.Block.IterVars {
-				if iv.Kind != ir.Spatial && iv.Kind != ir.Reduce {
-					err = s.errorf(prim, "block %q under the loops has iter var %s of kind %s: reordering can only be proven safe for data-parallel and reduction iter vars (an opaque iter var may carry a dependence across iterations)", x.Block.Name, iv.Var.Name(), iv.Kind)
-					return
-				}
-			}
-			if e := s.affineBindingProblem(x, ls, top); e != nil {
-				err = s.errorf(prim, "block %q under the loops does not have an affine binding: %v", x.Block.Name, e)
+	walkChildRealizes(bottom.Body, loops, func(x *ir.BlockRealize, ls []*ir.For) bool {
+		for _, iv := range x.Block.IterVars {
+			if iv.Kind != ir.Spatial && iv.Kind != ir.Reduce {
+				err = s.errorf(prim, "block %q under the loops has iter var %s of kind %s: reordering can only be proven safe for data-parallel and reduction iter vars (an opaque iter var may carry a dependence across iterations)", x.Block.Name, iv.Var.Name(), iv.Kind)
+				return false
 			}
 		}
-	}
-	walk(bottom.Body)
+		if e := s.affineBindingProblem(x, ls, top); e != nil {
+			err = s.errorf(prim, "block %q under the loops does not have an affine binding: %v", x.Block.Name, e)
+			return false
+		}
+		return true
+	})
 	return err
 }

@@ -89,26 +89,10 @@ type childNest struct {
 // order.
 func childNests(root *ir.Block) []childNest {
 	var out []childNest
-	var loops []*ir.For
-	var walk func(x ir.Stmt)
-	walk = func(x ir.Stmt) {
-		switch x := x.(type) {
-		case *ir.For:
-			loops = append(loops, x)
-			walk(x.Body)
-			loops = loops[:len(loops)-1]
-		case *ir.SeqStmt:
-			for _, c := range x.Stmts {
-				walk(c)
-			}
-		case *ir.IfThenElse:
-			walk(x.Then)
-			walk(x.Else)
-		case *ir.BlockRealize:
-			out = append(out, childNest{realize: x, loops: slices.Clone(loops)})
-		}
-	}
-	walk(root.Body)
+	walkChildRealizes(root.Body, nil, func(r *ir.BlockRealize, loops []*ir.For) bool {
+		out = append(out, childNest{realize: r, loops: slices.Clone(loops)})
+		return true
+	})
 	return out
 }
 

@@ -455,3 +455,34 @@ func appendRealizes(out []*ir.BlockRealize, s ir.Stmt, nested bool) []*ir.BlockR
 	}
 	return out
 }
+
+// walkChildRealizes calls fn, in program order, on each block realize in s
+// that no other block encloses, with the loops around it: loops, then the
+// loops of s down to it (fn must not keep the slice; it is reused). The
+// walk stops when fn returns false.
+func walkChildRealizes(s ir.Stmt, loops []*ir.For, fn func(r *ir.BlockRealize, loops []*ir.For) bool) {
+	ls := loops[:len(loops):len(loops)] // appends must not write into the caller's array
+	stop := false
+	var walk func(x ir.Stmt)
+	walk = func(x ir.Stmt) {
+		if stop {
+			return
+		}
+		switch x := x.(type) {
+		case *ir.For:
+			ls = append(ls, x)
+			walk(x.Body)
+			ls = ls[:len(ls)-1]
+		case *ir.SeqStmt:
+			for _, c := range x.Stmts {
+				walk(c)
+			}
+		case *ir.IfThenElse:
+			walk(x.Then)
+			walk(x.Else)
+		case *ir.BlockRealize:
+			stop = !fn(x, ls)
+		}
+	}
+	walk(s)
+}

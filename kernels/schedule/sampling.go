@@ -364,6 +364,10 @@ func (s *Schedule) try(fn func(*Schedule, BlockRV) error, b BlockRV) bool {
 	return fn(t, b) == nil
 }
 
+// LoopIterType is TVM's GetLoopIterType (see loopIterType), for the
+// postprocessors that classify loops.
+func LoopIterType(l *ir.For) ir.IterKind { return loopIterType(l) }
+
 // loopIterType is TVM's GetLoopIterType: spatial if only data-parallel
 // iter vars' bindings use the loop, reduce if only reduction ones, opaque
 // if both or other kinds.

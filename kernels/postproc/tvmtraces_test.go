@@ -2,14 +2,12 @@ package postproc_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"dragonx/kernels/internal/tvmgolden"
 	"dragonx/kernels/postproc"
 	"dragonx/kernels/trace"
-	"dragonx/kernels/workload"
 )
 
 // The recorded TVM traces (shared/data/tvm-traces, copied into the trace
@@ -36,21 +34,9 @@ var postprocTraces = []string{
 // follow EnterPostproc.
 func loadTrace(t *testing.T, name string) (*trace.Session, []trace.Inst) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(tracesDir, name, "trace.json"))
+	f, tr, err := tvmgolden.LoadCase(filepath.Join(tracesDir, name), "workload.json")
 	if err != nil {
 		t.Fatal(err)
-	}
-	tr, err := trace.Parse([]byte(strings.TrimSpace(string(data))))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	wl, err := os.ReadFile(filepath.Join(tracesDir, name, "workload.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := workload.Build(wl)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
 	}
 	pp := tr.Postproc()
 	if pp < 0 {
@@ -67,6 +53,20 @@ func loadTrace(t *testing.T, name string) (*trace.Session, []trace.Inst) {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return s, tr.Insts[pp+1:]
+}
+
+// replayAll replays the whole recorded trace.
+func replayAll(t *testing.T, name string) *trace.Session {
+	t.Helper()
+	f, tr, err := tvmgolden.LoadCase(filepath.Join(tracesDir, name), "workload.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := trace.Replay(context.Background(), f, tr, trace.Options{})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return s
 }
 
 // normalize writes a recorded instruction as our postprocessors emit it:
@@ -115,6 +115,21 @@ func TestTVMTracesPostprocs(t *testing.T) {
 				if g != w {
 					t.Errorf("instruction %d after EnterPostproc:\n got %s\nwant %s", i, g, w)
 				}
+			}
+			if t.Failed() {
+				return
+			}
+			// The recorded rest (the other postprocessors) applies on top
+			// of ours, and the function is the one the whole recorded
+			// trace gives.
+			for _, in := range rest[end:] {
+				if err := s.Apply(in, nil); err != nil {
+					t.Fatalf("recorded %s after ours: %v", in.Kind, err)
+				}
+			}
+			full := replayAll(t, name)
+			if d := tvmgolden.Diff(s.Func().Script(), full.Func().Script()); d != "" {
+				t.Errorf("function after our postprocessors and the recorded rest differs from the recorded trace's: %s", d)
 			}
 		})
 	}

@@ -20,6 +20,10 @@ const (
 	// sumWL reduces A over its only axis: no spatial loop.
 	sumWL = `{"family":"custom","name":"sum","params":[{"buffer":"A","shape":[128]},{"buffer":"S","shape":[1]}],
 	 "blocks":[{"name":"S","loops":[["k",128]],"iters":[{"var":"vk","kind":"R","extent":128}],"init":"S[0] = 0.0","body":"S[0] = S[0] + A[vk]"}]}`
+	// twoWL is two elementwise 64x100 blocks, B then C reading B.
+	twoWL = `{"family":"custom","name":"two","params":[{"buffer":"A","shape":[64,100]},{"buffer":"C","shape":[64,100]}],"alloc_buffers":[{"buffer":"B","shape":[64,100]}],
+	 "blocks":[{"name":"B","loops":[["i",64],["j",100]],"iters":[{"var":"vi","kind":"S","extent":64},{"var":"vj","kind":"S","extent":100}],"body":"B[vi, vj] = A[vi, vj] + 1.0"},
+	           {"name":"C","loops":[["i",64],["j",100]],"iters":[{"var":"vi","kind":"S","extent":64},{"var":"vj","kind":"S","extent":100}],"body":"C[vi, vj] = B[vi, vj] * 2.0"}]}`
 	// ewWL is an elementwise 64x100 block.
 	ewWL = `{"family":"custom","name":"ew","params":[{"buffer":"A","shape":[64,100]},{"buffer":"B","shape":[64,100]}],
 	 "blocks":[{"name":"B","loops":[["i",64],["j",100]],"iters":[{"var":"vi","kind":"S","extent":64},{"var":"vj","kind":"S","extent":100}],"body":"B[vi, vj] = A[vi, vj] + 1.0"}]}`
@@ -177,6 +181,19 @@ func TestRewriteUnboundBlock(t *testing.T) {
 ["GetLoops",["b3"],[],["l6","l7"]]
 ["Fuse",["l6"],[1],["l8"]]
 ["Bind",["l8"],["blockIdx.x"],[]]`,
+		},
+		{
+			// B computed at C's i loop: that loop holds two nests, so only
+			// it is fused (TVM's i_multi_child), and binding it binds C too.
+			name: "loop with two children", wl: twoWL,
+			trace: `[[["GetBlock",[],["B","main"],["b0"]],["GetBlock",[],["C","main"],["b1"]],["GetLoops",["b1"],[],["l2","l3"]],["ComputeAt",["b0","l2"],[1,-1],[]],["EnterPostproc",[],[],[]]],[]]`,
+			want: `["GetBlock",[],["B","main"],["b4"]]
+["GetLoops",["b4"],[],["l5","l6","l7"]]
+["Fuse",["l5"],[1],["l8"]]
+["Split",["l8","None",64],[1,0],["l9","l10"]]
+["Bind",["l9"],["blockIdx.x"],[]]
+["Bind",["l10"],["threadIdx.x"],[]]
+["GetBlock",[],["C","main"],["b11"]]`,
 		},
 		{
 			name: "multi-level tiled", wl: ewWL,

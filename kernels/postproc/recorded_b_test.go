@@ -16,7 +16,24 @@ import (
 // (copies kept by the trace package's tests).
 const recordedDir = "../trace/testdata/tvm-traces"
 
-var recordedCUDA = []string{"cuda-dense-nt-128", "cuda-winograd-nhwc-56x56x64-add-relu"}
+// recordedWithPostproc lists the traces that hold TVM's postproc part:
+// the two CUDA ones and the Metal/OpenCL tuning records (same
+// postprocessors, other limits), each with whether its TVM put the unroll
+// pragmas on purely spatial blocks too (before apache/tvm 87146565b4).
+var recordedWithPostproc = []struct {
+	name      string
+	unrollAll bool
+}{
+	{"cuda-dense-nt-128", true},
+	{"cuda-winograd-nhwc-56x56x64-add-relu", true},
+	{"metal-nt-matmul-gemv-4096", true},
+	{"metal-nt-matmul-gemv-4096-add", true},
+	{"metal-rms-norm-4096", true},
+	{"metal-attn-nt-matmul-scale-clamp", false},
+	{"metal-batch-matmul-32x128x80-k32", false},
+	{"metal-nt-matmul-128x2560x2560-bias", false},
+	{"opencl-softmax-1x1x32000", false},
+}
 
 // recordedTrace reads trace name and its workload.
 func recordedTrace(t *testing.T, name string) (*trace.Trace, []byte) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"dragonx/kernels/ir"
 	"dragonx/kernels/postproc"
 	"dragonx/kernels/trace"
 	"dragonx/kernels/workload"
@@ -55,14 +56,7 @@ func recordedTrace(t *testing.T, name string) (*trace.Trace, []byte) {
 func replayPrefix(t *testing.T, name string, n int) (*trace.Session, *trace.Trace) {
 	t.Helper()
 	tr, _ := recordedTrace(t, name)
-	wl, err := os.ReadFile(filepath.Join(recordedDir, name, "workload.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := workload.Build(wl)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	f := buildRecordedWorkload(t, name)
 	cut := &trace.Trace{Insts: tr.Insts[:n]}
 	for _, d := range tr.Decisions {
 		if d.Index < n {
@@ -74,6 +68,20 @@ func replayPrefix(t *testing.T, name string, n int) (*trace.Session, *trace.Trac
 		t.Fatalf("%s: replay of the first %d instructions: %v", name, n, err)
 	}
 	return s, tr
+}
+
+// buildRecordedWorkload builds the workload of recorded trace name.
+func buildRecordedWorkload(t *testing.T, name string) *ir.PrimFunc {
+	t.Helper()
+	wl, err := os.ReadFile(filepath.Join(recordedDir, name, "workload.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := workload.Build(wl)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return f
 }
 
 // postprocSegment returns the index of the first instruction after

@@ -10,11 +10,14 @@ import (
 	"dragonx/kernels/workload"
 )
 
-// gmmSession returns a session on GMM 1x16x16x16 (block Z, loops b, i, j,
-// k) after the given instructions, in TVM's JSON layout.
-func gmmSession(t *testing.T, insts string) *trace.Session {
+// gmmSpec is GMM 1x16x16x16: one block Z, loops b, i, j, k.
+const gmmSpec = `{"family":"GMM","B":1,"N":16,"M":16,"K":16}`
+
+// specSession returns a session on the workload of spec after the given
+// instructions, in TVM's JSON layout.
+func specSession(t *testing.T, spec, insts string) *trace.Session {
 	t.Helper()
-	f, err := workload.Build([]byte(`{"family":"GMM","B":1,"N":16,"M":16,"K":16}`))
+	f, err := workload.Build([]byte(spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +47,7 @@ func emitted(t *testing.T, s *trace.Session, p postproc.Postproc) (string, error
 
 type postprocCase struct {
 	name  string
+	spec  string // the workload; gmmSpec if empty
 	setup string // instructions before the postprocessor
 	p     postproc.Postproc
 	want  string // the instructions it appends
@@ -54,7 +58,11 @@ func runPostprocCases(t *testing.T, cases []postprocCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := gmmSession(t, c.setup)
+			spec := c.spec
+			if spec == "" {
+				spec = gmmSpec
+			}
+			s := specSession(t, spec, c.setup)
 			got, err := emitted(t, s, c.p)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
@@ -101,6 +109,33 @@ func TestRewriteParallelVectorizeUnrollCases(t *testing.T) {
 ["Unannotate",["b1"],["meta_schedule.unroll_explicit"],[]]
 ["GetChildBlocks",["b1"],[],["b2"]]
 ["GetLoops",["b2"],[],["l3","l4","l5","l6"]]
+`},
+		// test_no_unroll_for_spatial_block (TVM v0.20): a reduction then
+		// a purely spatial block; only the reduction's outer loop gets the
+		// pragmas. TVM's layer norm reduces into two buffers, which our IR
+		// cannot express; NRM (C = sum of squares, D = sqrt(C)) has the
+		// same block structure.
+		{name: "no unroll for a spatial block", p: rpvu, spec: `{"family":"NRM","B":1,"M":4,"N":32}`,
+			setup: annotateRoot + `["Annotate",["b0",512],["meta_schedule.unroll_explicit"],[]]`,
+			want: `["GetBlock",[],["root","main"],["b1"]]
+["Unannotate",["b1"],["meta_schedule.unroll_explicit"],[]]
+["GetChildBlocks",["b1"],[],["b2","b3"]]
+["GetLoops",["b2"],[],["l4","l5","l6"]]
+["Annotate",["l4",512],["pragma_auto_unroll_max_step"],[]]
+["Annotate",["l4",1],["pragma_unroll_explicit"],[]]
+["GetLoops",["b3"],[],["l7"]]
+`},
+		{name: "the pre-2023 variant annotates spatial blocks", p: postproc.NewRewriteParallelVectorizeUnrollAll(), spec: `{"family":"NRM","B":1,"M":4,"N":32}`,
+			setup: annotateRoot + `["Annotate",["b0",512],["meta_schedule.unroll_explicit"],[]]`,
+			want: `["GetBlock",[],["root","main"],["b1"]]
+["Unannotate",["b1"],["meta_schedule.unroll_explicit"],[]]
+["GetChildBlocks",["b1"],[],["b2","b3"]]
+["GetLoops",["b2"],[],["l4","l5","l6"]]
+["Annotate",["l4",512],["pragma_auto_unroll_max_step"],[]]
+["Annotate",["l4",1],["pragma_unroll_explicit"],[]]
+["GetLoops",["b3"],[],["l7"]]
+["Annotate",["l7",512],["pragma_auto_unroll_max_step"],[]]
+["Annotate",["l7",1],["pragma_unroll_explicit"],[]]
 `},
 		{name: "no annotation, no instruction", p: rpvu, setup: annotateRoot, want: ""},
 		{name: "parallel is refused", p: rpvu,

@@ -1,8 +1,11 @@
 package postproc_test
 
 import (
+	"context"
+	"os"
 	"testing"
 
+	"dragonx/kernels/internal/tvmgolden"
 	"dragonx/kernels/postproc"
 	"dragonx/kernels/trace"
 )
@@ -26,5 +29,30 @@ func TestRewriteParallelVectorizeUnrollRecorded(t *testing.T) {
 			}
 			checkRecordedSuffix(t, c.name, s, want, []postproc.Postproc{rpvu, postproc.NewRewriteReductionBlock()})
 		})
+	}
+}
+
+// TestPostprocDenseMatchesTVMModule runs our RewriteParallelVectorizeUnroll
+// (the 2022 variant the trace was recorded with) and RewriteReductionBlock
+// on the dense trace cut where TVM's began, and compares the printed
+// function with the module TVM publishes for that trace
+// (test_meta_schedule_trace_apply.py::test_dense_add_gpu, ported in
+// kernels/trace/testdata/tvm-trace-apply/dense-nt-gpu).
+func TestPostprocDenseMatchesTVMModule(t *testing.T) {
+	const name = "cuda-dense-nt-128"
+	tr, _ := recordedTrace(t, name)
+	start := postprocSegment(tr, func(in trace.Inst) bool { return getBlockOf(in, true) })
+	s, _ := replayPrefix(t, name, start)
+	if err := postproc.Run(context.Background(), s, []postproc.Postproc{
+		postproc.NewRewriteParallelVectorizeUnrollAll(), postproc.NewRewriteReductionBlock(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../trace/testdata/tvm-trace-apply/dense-nt-gpu/expected.tir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := tvmgolden.Diff(s.Func().Script(), string(want)); d != "" {
+		t.Fatalf("%s: %s", name, d)
 	}
 }

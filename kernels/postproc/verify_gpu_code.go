@@ -497,7 +497,7 @@ func tightenByPredicate(a *arith.Analyzer, pred ir.Expr, dom map[*ir.Var]arith.I
 	split(pred)
 	for _, c := range conjuncts {
 		b, ok := c.(*ir.Binary)
-		if !ok || (b.Op() != ir.OpLT && b.Op() != ir.OpLE) || !b.A().DType().IsInt() {
+		if !ok || (b.Op() != ir.OpLT && b.Op() != ir.OpLE) || !b.A().DType().IsInt() || b.A().DType() != b.B().DType() {
 			continue
 		}
 		slack := int64(0) // lhs - rhs <= slack

@@ -286,38 +286,33 @@ func (k *kernel) check(l GPULimits) error {
 func (k *kernel) launch() (threads, vthreads int64, err error) {
 	seen := map[string]int64{}
 	threads, vthreads = 1, 1
-	var visit func(x ir.Stmt) error
-	visit = func(x ir.Stmt) error {
-		var err error
-		ir.WalkStmt(x, func(s ir.Stmt) bool {
-			f, ok := s.(*ir.For)
-			if err != nil || !ok || f.Kind != ir.ThreadBinding {
-				return err == nil
-			}
-			n, ok := f.ConstExtent()
-			if !ok {
-				err = fmt.Errorf("loop %s bound to %s has a dynamic extent", f.Var.Name(), f.Thread)
+	ir.WalkStmt(k.loop, func(s ir.Stmt) bool {
+		f, ok := s.(*ir.For)
+		if err != nil || !ok || f.Kind != ir.ThreadBinding {
+			return err == nil
+		}
+		n, ok := f.ConstExtent()
+		if !ok {
+			err = fmt.Errorf("loop %s bound to %s has a dynamic extent", f.Var.Name(), f.Thread)
+			return false
+		}
+		if prev, dup := seen[f.Thread]; dup {
+			if prev != n && ir.ThreadRank(f.Thread) == 2 {
+				err = fmt.Errorf("%s is bound with extent %d and, at loop %s, %d", f.Thread, prev, f.Var.Name(), n)
 				return false
 			}
-			if prev, dup := seen[f.Thread]; dup {
-				if prev != n && ir.ThreadRank(f.Thread) == 2 {
-					err = fmt.Errorf("%s is bound with extent %d and, at loop %s, %d", f.Thread, prev, f.Var.Name(), n)
-					return false
-				}
-				return true
-			}
-			seen[f.Thread] = n
-			switch ir.ThreadRank(f.Thread) {
-			case 1:
-				vthreads *= n
-			case 2:
-				threads *= n
-			}
 			return true
-		})
-		return err
-	}
-	return threads, vthreads, visit(k.loop)
+		}
+		seen[f.Thread] = n
+		switch ir.ThreadRank(f.Thread) {
+		case 1:
+			vthreads *= n
+		case 2:
+			threads *= n
+		}
+		return true
+	})
+	return threads, vthreads, err
 }
 
 // checkVectors rejects an access under vectorized loops whose lanes (the

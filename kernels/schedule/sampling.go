@@ -364,8 +364,11 @@ func (s *Schedule) try(fn func(*Schedule, BlockRV) error, b BlockRV) bool {
 	return fn(t, b) == nil
 }
 
-// LoopIterType is TVM's GetLoopIterType (see loopIterType), for the
-// postprocessors that classify loops.
+// LoopIterType is TVM's GetLoopIterType for loop l of a scheduled
+// function: spatial if only the bindings of data-parallel iter vars (of
+// the blocks directly under l) use it, reduce if only reduction ones,
+// opaque if both or other kinds. Postprocessors use it to find where a
+// reduction starts.
 func LoopIterType(l *ir.For) ir.IterKind { return loopIterType(l) }
 
 // loopIterType is TVM's GetLoopIterType: spatial if only data-parallel

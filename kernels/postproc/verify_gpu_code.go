@@ -1,0 +1,549 @@
+package postproc
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"dragonx/kernels/arith"
+	"dragonx/kernels/ir"
+	"dragonx/kernels/trace"
+)
+
+// GPULimits are the limits VerifyGPUCode checks a scheduled function
+// against (TVM's target constraints of the VerifyGPUCode postprocessor).
+type GPULimits struct {
+	// MaxSharedMemoryPerBlock bounds the bytes of shared memory one
+	// kernel's block allocates (the target's max_shared_memory_per_block).
+	MaxSharedMemoryPerBlock int64
+	// MaxThreadsPerBlock bounds the product of a kernel's threadIdx
+	// extents (the target's max_threads_per_block).
+	MaxThreadsPerBlock int64
+	// MaxVThread bounds the product of a kernel's vthread extents; 0 means
+	// no bound, which is what TVM's check amounts to on MetaSchedule's
+	// schedules (docs/kernels-fidelity.md, VerifyGPUCode).
+	MaxVThread int64
+	// MaxVectorBytes bounds the bytes of one vector access (lanes times
+	// the element size).
+	MaxVectorBytes int64
+	// ThreadWarpSize is the threadIdx.x extent a block annotated
+	// warp_execution runs with (the target's thread_warp_size).
+	ThreadWarpSize int64
+}
+
+// CUDALimits returns the limits TVM v0.20 checks for every built-in CUDA
+// target tag (nvidia/nvidia-h100 included): 48 KB of shared memory per
+// block, 1024 threads, 8 vthreads, 16-byte vectors, warps of 32.
+func CUDALimits() GPULimits {
+	return GPULimits{
+		MaxSharedMemoryPerBlock: 49152,
+		MaxThreadsPerBlock:      1024,
+		MaxVThread:              8,
+		MaxVectorBytes:          16,
+		ThreadWarpSize:          32,
+	}
+}
+
+func (l GPULimits) validate() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"MaxSharedMemoryPerBlock", l.MaxSharedMemoryPerBlock},
+		{"MaxThreadsPerBlock", l.MaxThreadsPerBlock},
+		{"MaxVectorBytes", l.MaxVectorBytes},
+		{"ThreadWarpSize", l.ThreadWarpSize},
+	} {
+		if f.v <= 0 {
+			return fmt.Errorf("invalid GPU limits: %s is %d, it must be positive", f.name, f.v)
+		}
+	}
+	if l.MaxVThread < 0 {
+		return fmt.Errorf("invalid GPU limits: MaxVThread is %d, it must be positive (or 0 for no bound)", l.MaxVThread)
+	}
+	return nil
+}
+
+// Thread-extent annotations of MultiLevelTiling (checked on the blocks
+// that carry them; the warp-execution annotation is annWarpExecution).
+const (
+	annThreadExtentLow  = "meta_schedule.thread_extent_low_inclusive"
+	annThreadExtentHigh = "meta_schedule.thread_extent_high_inclusive"
+)
+
+// NewVerifyGPUCode returns TVM's VerifyGPUCode postprocessor with the
+// given limits (CUDALimits for CUDA). It emits no instruction; it rejects
+// the schedule when, in the scheduled function:
+//   - a block annotated with meta_schedule.thread_extent_low_inclusive and
+//     _high_inclusive runs under threadIdx loops whose extents multiply to
+//     a number outside [low, high] (TVM's ThreadExtentChecker), or a
+//     threadIdx loop has a non-constant extent;
+//   - a kernel (an outermost thread-bound loop nest) binds threadIdx.x,
+//     .y or .z twice with different extents, uses more threads than
+//     MaxThreadsPerBlock, more vthreads than MaxVThread, or more shared
+//     memory than MaxSharedMemoryPerBlock;
+//   - an access under vectorized loops moves more than MaxVectorBytes.
+//
+// TVM checks the last three on the function lowered through its TIR
+// passes; dragonx computes the same quantities on the scheduled function
+// (docs/kernels-fidelity.md, VerifyGPUCode, says how and where they can
+// differ).
+func NewVerifyGPUCode(limits GPULimits) Postproc { return verifyGPUCode{limits} }
+
+type verifyGPUCode struct{ limits GPULimits }
+
+func (verifyGPUCode) Name() string { return "VerifyGPUCode" }
+
+func (p verifyGPUCode) Apply(ctx context.Context, s *trace.Session) error {
+	if err := p.limits.validate(); err != nil {
+		return err
+	}
+	return VerifyGPUFunc(ctx, s.Func(), p.limits)
+}
+
+// VerifyGPUFunc checks f against limits as the VerifyGPUCode
+// postprocessor does, and returns an error naming the first violation.
+func VerifyGPUFunc(ctx context.Context, f *ir.PrimFunc, limits GPULimits) error {
+	if err := limits.validate(); err != nil {
+		return err
+	}
+	if err := checkThreadExtents(f, limits.ThreadWarpSize); err != nil {
+		return err
+	}
+	for i, k := range findKernels(f) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := k.check(limits); err != nil {
+			return fmt.Errorf("kernel %d (%s loop %s): %w", i, k.loop.Thread, k.loop.Var.Name(), err)
+		}
+	}
+	return nil
+}
+
+// checkThreadExtents is TVM's ThreadExtentChecker: the threadIdx extents
+// in force at each block annotated with a thread-extent range must
+// multiply to a number in it.
+func checkThreadExtents(f *ir.PrimFunc, warp int64) error {
+	var ext [3]int64
+	ext[0], ext[1], ext[2] = 1, 1, 1
+	var visit func(x ir.Stmt) error
+	visit = func(x ir.Stmt) error {
+		switch x := x.(type) {
+		case nil:
+			return nil
+		case *ir.For:
+			dim := threadIdxDim(x.Thread)
+			if x.Kind != ir.ThreadBinding || dim < 0 {
+				return visit(x.Body)
+			}
+			n, ok := x.ConstExtent()
+			if !ok {
+				return fmt.Errorf("loop %s bound to %s has a dynamic extent", x.Var.Name(), x.Thread)
+			}
+			old := ext[dim]
+			ext[dim] = n
+			err := visit(x.Body)
+			ext[dim] = old
+			return err
+		case *ir.BlockRealize:
+			return visit(x.Block)
+		case *ir.Block:
+			old := ext[0]
+			if _, ok := x.Annotations.Get(annWarpExecution); ok {
+				ext[0] = warp
+			}
+			low, okLow := x.Annotations.Int(annThreadExtentLow)
+			high, okHigh := x.Annotations.Int(annThreadExtentHigh)
+			if okLow && okHigh {
+				if n := ext[0] * ext[1] * ext[2]; n < low || n > high {
+					return fmt.Errorf("block %s runs on %d threads (threadIdx x*y*z = %d*%d*%d), outside its thread-extent range [%d, %d]",
+						x.Name, n, ext[0], ext[1], ext[2], low, high)
+				}
+			}
+			err := visit(x.Init)
+			if err == nil {
+				err = visit(x.Body)
+			}
+			ext[0] = old
+			return err
+		case *ir.SeqStmt:
+			for _, c := range x.Stmts {
+				if err := visit(c); err != nil {
+					return err
+				}
+			}
+		case *ir.IfThenElse:
+			if err := visit(x.Then); err != nil {
+				return err
+			}
+			return visit(x.Else)
+		}
+		return nil
+	}
+	return visit(f.Body)
+}
+
+// threadIdxDim returns 0, 1, 2 for threadIdx.x, .y, .z and -1 otherwise.
+func threadIdxDim(tag string) int {
+	switch tag {
+	case "threadIdx.x":
+		return 0
+	case "threadIdx.y":
+		return 1
+	case "threadIdx.z":
+		return 2
+	}
+	return -1
+}
+
+// A kernel is an outermost thread-bound loop and what runs under it.
+type kernel struct {
+	loop   *ir.For
+	blocks []blockSite
+}
+
+// A blockSite is a block of a kernel with the loops and blocks above it
+// (from the kernel's loop down, the block itself last).
+type blockSite struct {
+	realize *ir.BlockRealize
+	path    []ir.Stmt
+}
+
+func findKernels(f *ir.PrimFunc) []*kernel {
+	var out []*kernel
+	var cur *kernel
+	var path []ir.Stmt
+	var visit func(x ir.Stmt)
+	visit = func(x ir.Stmt) {
+		switch x := x.(type) {
+		case *ir.For:
+			started := false
+			if cur == nil && x.Kind == ir.ThreadBinding {
+				cur = &kernel{loop: x}
+				out = append(out, cur)
+				started = true
+			}
+			if cur != nil {
+				path = append(path, x)
+			}
+			visit(x.Body)
+			if cur != nil {
+				path = path[:len(path)-1]
+			}
+			if started {
+				cur = nil
+			}
+		case *ir.BlockRealize:
+			if cur != nil {
+				path = append(path, x.Block)
+				cur.blocks = append(cur.blocks, blockSite{realize: x, path: slices.Clone(path)})
+			}
+			if x.Block.Init != nil {
+				visit(x.Block.Init)
+			}
+			visit(x.Block.Body)
+			if cur != nil {
+				path = path[:len(path)-1]
+			}
+		case *ir.SeqStmt:
+			for _, c := range x.Stmts {
+				visit(c)
+			}
+		case *ir.IfThenElse:
+			visit(x.Then)
+			if x.Else != nil {
+				visit(x.Else)
+			}
+		}
+	}
+	visit(f.Body.Block.Body)
+	return out
+}
+
+func (k *kernel) check(l GPULimits) error {
+	threads, vthreads, err := k.launch()
+	if err != nil {
+		return err
+	}
+	if threads > l.MaxThreadsPerBlock {
+		return fmt.Errorf("%d threads per block, more than the %d allowed", threads, l.MaxThreadsPerBlock)
+	}
+	if l.MaxVThread > 0 && vthreads > l.MaxVThread {
+		return fmt.Errorf("%d vthreads, more than the %d allowed", vthreads, l.MaxVThread)
+	}
+	if err := k.checkVectors(l.MaxVectorBytes); err != nil {
+		return err
+	}
+	return k.checkSharedMemory(l.MaxSharedMemoryPerBlock)
+}
+
+// launch returns the kernel's threads per block (the product of the
+// extents of its threadIdx tags) and vthreads (the same over its vthread
+// tags). A tag bound twice with different extents is an error.
+func (k *kernel) launch() (threads, vthreads int64, err error) {
+	seen := map[string]int64{}
+	threads, vthreads = 1, 1
+	ir.WalkStmt(k.loop, func(s ir.Stmt) bool {
+		f, ok := s.(*ir.For)
+		if err != nil || !ok || f.Kind != ir.ThreadBinding {
+			return err == nil
+		}
+		n, ok := f.ConstExtent()
+		if !ok {
+			err = fmt.Errorf("loop %s bound to %s has a dynamic extent", f.Var.Name(), f.Thread)
+			return false
+		}
+		if prev, dup := seen[f.Thread]; dup {
+			if prev != n && ir.ThreadRank(f.Thread) == 2 {
+				err = fmt.Errorf("%s is bound with extent %d and, at loop %s, %d", f.Thread, prev, f.Var.Name(), n)
+				return false
+			}
+			return true
+		}
+		seen[f.Thread] = n
+		switch ir.ThreadRank(f.Thread) {
+		case 1:
+			vthreads *= n
+		case 2:
+			threads *= n
+		}
+		return true
+	})
+	return threads, vthreads, err
+}
+
+// checkVectors rejects an access under vectorized loops whose lanes (the
+// extents of the vectorized loops its indices use) times its element size
+// exceed max bytes: TVM's VectorizeLoop makes it a vector load or store of
+// that many lanes.
+func (k *kernel) checkVectors(max int64) error {
+	for _, b := range k.blocks {
+		var vec []*ir.For
+		for _, s := range b.path {
+			if f, ok := s.(*ir.For); ok && f.Kind == ir.Vectorized {
+				vec = append(vec, f)
+			}
+		}
+		if len(vec) == 0 {
+			continue
+		}
+		blk := b.realize.Block
+		bind := make(map[*ir.Var]ir.Expr, len(blk.IterVars))
+		for i, iv := range blk.IterVars {
+			if i < len(b.realize.IterValues) {
+				bind[iv.Var] = b.realize.IterValues[i]
+			}
+		}
+		var err error
+		ir.VisitAccesses(blk, false, func(a ir.Access) {
+			if err != nil {
+				return
+			}
+			lanes := int64(1)
+			for _, f := range vec {
+				uses := false
+				for _, idx := range a.Indices {
+					if ir.UsesVar(ir.SubstituteMap(idx, bind), func(v *ir.Var) bool { return v == f.Var }) {
+						uses = true
+						break
+					}
+				}
+				if n, ok := f.ConstExtent(); ok && uses {
+					lanes *= n
+				}
+			}
+			if bytes := lanes * int64(a.Buffer.DType().Bytes()); lanes > 1 && bytes > max {
+				what := "load from"
+				if a.IsWrite() {
+					what = "store to"
+				}
+				err = fmt.Errorf("block %s: the vectorized %s %s moves %d lanes of %s (%d bytes), more than %d", blk.Name, what, a.Buffer.Name(), lanes, a.Buffer.DType(), bytes, max)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSharedMemory adds up the shared buffers the kernel's blocks access,
+// each at the size TVM's buffer compaction gives it: the region its blocks
+// access, relaxed over the loops under the point where it is allocated
+// (the lowest common ancestor of those blocks) and over the threadIdx and
+// vthread loops above it.
+func (k *kernel) checkSharedMemory(max int64) error {
+	type use struct {
+		site    blockSite
+		regions []ir.BufferRegion
+	}
+	var bufs []*ir.Buffer
+	uses := map[*ir.Buffer][]use{}
+	for _, b := range k.blocks {
+		blk := b.realize.Block
+		var rs []ir.BufferRegion
+		for _, r := range slices.Concat(blk.Reads, blk.Writes) {
+			if isShared(r.Buffer) {
+				rs = append(rs, r)
+			}
+		}
+		for _, r := range rs {
+			if _, ok := uses[r.Buffer]; !ok {
+				bufs = append(bufs, r.Buffer)
+			}
+			uses[r.Buffer] = append(uses[r.Buffer], use{b, []ir.BufferRegion{r}})
+		}
+	}
+	total := int64(0)
+	var parts []string
+	for _, buf := range bufs {
+		us := uses[buf]
+		lca := us[0].site.path
+		for _, u := range us[1:] {
+			n := 0
+			for n < len(lca) && n < len(u.site.path) && lca[n] == u.site.path[n] {
+				n++
+			}
+			lca = lca[:n]
+		}
+		a := arith.NewAnalyzer()
+		shape := make([]arith.IntSet, buf.Rank())
+		for _, u := range us {
+			dom := map[*ir.Var]arith.IntSet{}
+			for i, s := range u.site.path {
+				f, ok := s.(*ir.For)
+				if !ok {
+					continue
+				}
+				a.BindLoop(f)
+				if i >= len(lca) || (f.Kind == ir.ThreadBinding && ir.ThreadRank(f.Thread) >= 1) {
+					dom[f.Var] = a.LoopSet(f)
+				}
+			}
+			tightenByPredicate(a, u.site.realize.Predicate, dom)
+			blk := u.site.realize.Block
+			bind := make(map[*ir.Var]ir.Expr, len(blk.IterVars))
+			for i, iv := range blk.IterVars {
+				if i < len(u.site.realize.IterValues) {
+					bind[iv.Var] = u.site.realize.IterValues[i]
+				}
+			}
+			for _, r := range u.regions {
+				for d, rg := range r.Region {
+					set := a.EvalSet(ir.SubstituteMap(rg.Min, bind), dom)
+					if !set.Bounded() {
+						return fmt.Errorf("cannot bound dimension %d of %s, which block %s accesses", d, buf.Name(), blk.Name)
+					}
+					ext, ok := a.Bound(ir.SubstituteMap(rg.Extent, bind)).Max, true
+					if ext == arith.PosInf || !ok {
+						return fmt.Errorf("cannot bound dimension %d of %s, which block %s accesses", d, buf.Name(), blk.Name)
+					}
+					set.Max = ir.Add(set.Max, ir.IntImmOf(set.Max.DType(), ext-1))
+					if shape[d].Min == nil {
+						shape[d] = set
+					} else {
+						shape[d] = a.Union(shape[d], set)
+					}
+				}
+			}
+		}
+		elems := int64(1)
+		for d, set := range shape {
+			n := a.Bound(ir.Sub(set.Max, set.Min)).Max
+			if n == arith.PosInf {
+				return fmt.Errorf("cannot bound dimension %d of %s", d, buf.Name())
+			}
+			elems *= min(n+1, buf.Shape()[d])
+		}
+		bytes := elems * int64(buf.DType().Bytes())
+		total += bytes
+		parts = append(parts, fmt.Sprintf("%s %d B", buf.Name(), bytes))
+	}
+	if total > max {
+		return fmt.Errorf("%d bytes of shared memory per block (%s), more than the %d allowed", total, strings.Join(parts, ", "), max)
+	}
+	return nil
+}
+
+// tightenByPredicate narrows the sets of the relaxed loop vars in dom by
+// the conjuncts of a block predicate of the form lhs < rhs or lhs <= rhs
+// where lhs - rhs is linear in them with positive coefficients (what Split
+// makes of a factor that does not divide the extent), as TVM's compaction
+// narrows regions by the predicates it can solve. Each var gets the bound
+// that holds with every other term at its least value (the fixed vars
+// too), so the result covers every instance of the block.
+func tightenByPredicate(a *arith.Analyzer, pred ir.Expr, dom map[*ir.Var]arith.IntSet) {
+	var conjuncts []ir.Expr
+	var split func(e ir.Expr)
+	split = func(e ir.Expr) {
+		if b, ok := e.(*ir.Binary); ok && b.Op() == ir.OpAnd {
+			split(b.A())
+			split(b.B())
+			return
+		}
+		conjuncts = append(conjuncts, e)
+	}
+	if pred == nil {
+		return
+	}
+	split(pred)
+	for _, c := range conjuncts {
+		b, ok := c.(*ir.Binary)
+		if !ok || (b.Op() != ir.OpLT && b.Op() != ir.OpLE) || !b.A().DType().IsInt() || b.A().DType() != b.B().DType() {
+			continue
+		}
+		slack := int64(0) // lhs - rhs <= slack
+		if b.Op() == ir.OpLT {
+			slack = -1
+		}
+		var vars []*ir.Var
+		for _, v := range ir.CollectVars(b.A()) {
+			if _, relaxed := dom[v]; relaxed && !slices.Contains(vars, v) {
+				vars = append(vars, v)
+			}
+		}
+		if len(vars) == 0 {
+			continue
+		}
+		lin, ok := a.DetectLinear(ir.Sub(b.A(), b.B()), vars)
+		if !ok || slices.ContainsFunc(lin.Coeffs, func(k int64) bool { return k <= 0 }) {
+			continue
+		}
+		least := a.Bound(lin.Base).Min
+		mins := make([]int64, len(vars))
+		for i, v := range vars {
+			mins[i] = a.Bound(dom[v].Min).Min
+			if mins[i] == arith.NegInf {
+				least = arith.NegInf
+			}
+		}
+		if least == arith.NegInf {
+			continue
+		}
+		for i, k := range lin.Coeffs {
+			least += k * mins[i]
+		}
+		for i, v := range vars {
+			others := least - lin.Coeffs[i]*mins[i]
+			hi := floorDivInt(slack-others, lin.Coeffs[i])
+			if hi < mins[i] || hi >= a.Bound(dom[v].Max).Max {
+				continue
+			}
+			dom[v] = arith.IntervalSet(dom[v].Min, ir.IntImmOf(v.DType(), hi))
+		}
+	}
+}
+
+func floorDivInt(x, y int64) int64 {
+	q := x / y
+	if (x%y != 0) && ((x < 0) != (y < 0)) {
+		q--
+	}
+	return q
+}
+
+func isShared(b *ir.Buffer) bool {
+	return b.Scope() == "shared" || b.Scope() == "shared.dyn"
+}

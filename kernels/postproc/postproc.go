@@ -36,3 +36,18 @@ func Run(ctx context.Context, s *trace.Session, ps []Postproc) error {
 	}
 	return nil
 }
+
+// CUDA returns TVM v0.20's Postproc::DefaultCUDA(), in its order:
+// DisallowDynamicLoop, RewriteCooperativeFetch, RewriteUnboundBlock,
+// RewriteParallelVectorizeUnroll, RewriteReductionBlock and
+// VerifyGPUCode with the CUDA limits.
+func CUDA() []Postproc {
+	return []Postproc{
+		NewDisallowDynamicLoop(),
+		NewRewriteCooperativeFetch(),
+		NewRewriteUnboundBlock(),
+		NewRewriteParallelVectorizeUnroll(),
+		NewRewriteReductionBlock(),
+		NewVerifyGPUCode(CUDALimits()),
+	}
+}

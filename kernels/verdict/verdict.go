@@ -12,11 +12,15 @@
 //	workload  the workload spec is read and built
 //	parse     the trace's JSON is read (kernels/trace.Parse)
 //	replay    the trace is applied to the workload (kernels/trace.Replay)
+//	postproc  the postprocessors run after EnterPostproc (kernels/postproc);
+//	          a full trace's recorded part must be what they emit
+//	verify    VerifyGPUCode checks the GPU limits
 //
-// Later work appends phases after replay (in this order: postproc, verify,
-// numeric, latency) with their own fields, so a consumer must accept
-// phases and fields it does not know. Every field added later must be
-// optional (omitempty), and the five fields below never change meaning.
+// Check and CheckTrace run them: the static check that search, RL and
+// bench call (never the CLI). Later work appends phases after verify (in
+// this order: numeric, latency) with their own fields, so a consumer must
+// accept phases and fields it does not know. Every field added later must
+// be optional (omitempty), and the five fields below never change meaning.
 package verdict
 
 import (
@@ -36,6 +40,8 @@ const (
 	PhaseWorkload Phase = "workload"
 	PhaseParse    Phase = "parse"
 	PhaseReplay   Phase = "replay"
+	PhasePostproc Phase = "postproc"
+	PhaseVerify   Phase = "verify"
 )
 
 // Verdict is the outcome. The JSON field order is fixed: ok, phase, inst,
@@ -50,7 +56,8 @@ type Verdict struct {
 	// Error says what failed ("" when OK).
 	Error string `json:"error"`
 	// IRHash is the structural hash of the scheduled function (ir.Hash,
-	// 16 hex digits, ir.HashVersion), "" when replay did not finish.
+	// 16 hex digits, ir.HashVersion): after the last phase run when all
+	// passed, or of the function VerifyGPUCode rejected; "" otherwise.
 	IRHash string `json:"ir_hash"`
 
 	// Kind is the kind of the instruction at fault.
@@ -61,14 +68,34 @@ type Verdict struct {
 	Repairs []string `json:"repairs,omitempty"`
 	// HashVersion is ir.HashVersion when IRHash is set.
 	HashVersion int `json:"hash_version,omitempty"`
+	// Postproc is the name of the postprocessor that rejected the
+	// schedule (RewriteCooperativeFetch, VerifyGPUCode).
+	Postproc string `json:"postproc,omitempty"`
+
+	trace *trace.Trace
+	fn    *ir.PrimFunc
 }
+
+// Trace returns the trace as applied when the check stopped, with the
+// decisions used (nil when replay did not start). For an OK static check
+// it is the full trace, the postprocessors' part included: what a tuning
+// database stores, and what CheckTrace accepts back.
+func (v *Verdict) Trace() *trace.Trace { return v.trace }
+
+// Func returns the scheduled function when the check stopped (nil when
+// replay did not start).
+func (v *Verdict) Func() *ir.PrimFunc { return v.fn }
 
 // Fail returns a failed verdict of phase p.
 func Fail(p Phase, err error) *Verdict {
 	v := &Verdict{Phase: p, Inst: -1, Error: err.Error()}
 	var re *trace.Error
-	if errors.As(err, &re) {
+	var me *MismatchError
+	switch {
+	case errors.As(err, &re):
 		v.Inst, v.Kind = re.Inst, re.Kind
+	case errors.As(err, &me):
+		v.Inst, v.Kind = me.Inst, me.Kind
 	}
 	return v
 }

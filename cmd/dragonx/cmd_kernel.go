@@ -32,8 +32,9 @@ block by block ("family":"custom").
   kernel list [-json]               list the 52 benchmark shapes (13 families x 4):
                                     name, label, spec hash and canonical spec;
                                     -json writes one JSON object per line
-  kernel apply ...                  replay a MetaSchedule trace on a workload
-                                    (see 'dragonx kernel apply -h')
+  kernel apply ...                  replay a MetaSchedule trace on a workload; with
+                                    -check static, also the CUDA postprocessors and
+                                    GPU limits (see 'dragonx kernel apply -h')
 
 show prints the function exactly as TVM's te.create_prim_func would build it for
 the spec: TVM's block and buffer names, padding and epilogues as their own blocks.

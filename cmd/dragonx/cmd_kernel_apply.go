@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -17,7 +18,7 @@ const maxTraceBytes = 16 << 20
 const kernelApplyHelp = `kernel apply replays a MetaSchedule trace on a workload and prints the
 scheduled function as TVMScript.
 
-  kernel apply -workload W.json -trace T.json [-json] [-repair] [-seed N] [-check]
+  kernel apply -workload W.json -trace T.json [-check static] [-json] [-repair] [-seed N] [-wellformed]
 
 The workload is selected as for kernel show (-workload FILE, -spec JSON, or
 -family F -shape I); -trace names the trace (TVM's JSON, [insts, decisions];
@@ -32,21 +33,33 @@ and compute-location decisions that no longer fit are repaired, and each repair
 is reported (on standard error, or in the verdict). Sampling instructions
 without a decision are sampled afresh from -seed.
 
+Without -check the whole trace is replayed literally, a postprocessors' part
+included. -check static runs the static check of search and RL instead: a
+sketch (no EnterPostproc) is replayed, EnterPostproc appended and TVM's CUDA
+postprocessors run (DisallowDynamicLoop, RewriteCooperativeFetch,
+RewriteUnboundBlock, RewriteParallelVectorizeUnroll, RewriteReductionBlock),
+then VerifyGPUCode checks the GPU limits (48 KB of shared memory per block,
+1024 threads, 8 vthreads, 16-byte vectors, the thread-extent ranges). A full
+trace (with EnterPostproc) is replayed up to EnterPostproc, the
+postprocessors run, and what they emit must be the recorded rest of the
+trace, else the check fails at the first instruction that differs.
+
 -json prints a one-line verdict instead of the function:
   {"ok":true,"phase":"replay","inst":-1,"error":"","ir_hash":"...",...}
-phase is the last phase reached (workload, parse, replay; later work adds
-postproc, verify, numeric, latency), inst the index of the instruction at
-fault (-1 if none), ir_hash the structural hash of the scheduled function.
--check verifies the function after every instruction (slower).
+phase is the last phase reached (workload, parse, replay, and with -check
+static postproc, verify; later work adds numeric, latency), inst the index of
+the instruction at fault (-1 if none), ir_hash the structural hash of the
+scheduled function, postproc the postprocessor that rejected the schedule.
+-wellformed verifies the function after every instruction (slower).
 
-A schedule that fails (a bad workload, trace or replay) exits with status 1,
-after printing its verdict with -json.
+A schedule that fails (a bad workload, trace, replay, postprocessor or GPU
+limit) exits with status 1, after printing its verdict with -json.
 `
 
 func runKernelApply(ctx context.Context, e *env, args []string) error {
 	var w workloadFlags
-	var tracePath string
-	var asJSON, repair, check bool
+	var tracePath, check string
+	var asJSON, repair, wellFormed bool
 	var seed int64
 	fs := newFlagSet("kernel apply")
 	w.register(fs)
@@ -54,7 +67,8 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&asJSON, "json", false, "print a one-line JSON verdict instead of the function")
 	fs.BoolVar(&repair, "repair", false, "repair decisions that no longer fit, as TVM's replay does, and report each")
 	fs.Int64Var(&seed, "seed", 1, "seed of fresh samples for sampling instructions without a decision")
-	fs.BoolVar(&check, "check", false, "verify the function after every instruction")
+	fs.StringVar(&check, "check", "", "`LEVEL` of the check: static (replay, postprocessors, GPU limits); without it, replay only")
+	fs.BoolVar(&wellFormed, "wellformed", false, "verify the function after every instruction")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		if he, ok := err.(*helpError); ok {
@@ -67,6 +81,14 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 	}
 	if tracePath == "" {
 		return usagef("kernel apply needs -trace FILE")
+	}
+	opts := verdict.Options{Until: verdict.PhaseReplay, Repair: repair, Seed: seed, WellFormed: wellFormed}
+	switch check {
+	case "":
+	case "static":
+		opts.Until = verdict.PhaseVerify
+	default:
+		return usagef("-check %q: want static (numeric is not built yet)", check)
 	}
 	if tracePath == "-" && w.file == "-" {
 		return usagef("-workload and -trace cannot both read standard input")
@@ -107,8 +129,7 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 		err = fmt.Errorf("%s: %w", tracePath, err)
 		return fail(verdict.Fail(verdict.PhaseParse, err), err)
 	}
-	s, err := trace.Replay(ctx, f, tr, trace.Options{Repair: repair, Seed: seed, Check: check})
-	v := verdict.FromReplay(s, err)
+	v := verdict.CheckTrace(ctx, f, tr, opts)
 	if asJSON {
 		e.stdout.Write(append(v.JSON(), '\n'))
 		if !v.OK {
@@ -119,9 +140,9 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 	for _, r := range v.Repairs {
 		fmt.Fprintln(e.stderr, "repaired:", strings.TrimPrefix(r, "kernels: "))
 	}
-	if err != nil {
-		return err
+	if !v.OK {
+		return errors.New(v.Error)
 	}
-	_, err = io.WriteString(e.stdout, s.Func().Script())
+	_, err = io.WriteString(e.stdout, v.Func().Script())
 	return err
 }

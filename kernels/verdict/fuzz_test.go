@@ -3,10 +3,12 @@ package verdict_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"dragonx/kernels/verdict"
 )
@@ -52,6 +54,16 @@ func FuzzCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, spec, data []byte) {
 		if len(data) > 1<<17 || len(spec) > 1<<14 {
 			return
+		}
+		if d := os.Getenv("DRAGONX_FUZZ_WATCHDOG"); d != "" {
+			// Fuzzing only: crash on an input that takes too long, so
+			// that the fuzzer keeps it.
+			timeout, err := time.ParseDuration(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := time.AfterFunc(timeout, func() { panic(fmt.Sprintf("slow input: spec %q trace %q", spec, data)) })
+			defer w.Stop()
 		}
 		ctx := context.Background()
 		v := verdict.Check(ctx, spec, data, verdict.Options{})

@@ -20,7 +20,8 @@ type Options struct {
 	// Until is the last phase to run: PhaseReplay (replay the whole trace
 	// literally, its postprocessors' part included, and stop), PhasePostproc
 	// (also run the postprocessors other than VerifyGPUCode) or PhaseVerify
-	// (the whole static check); "" means PhaseVerify.
+	// (the whole static check); "" means PhaseVerify. Any other value gives
+	// a failed verdict of phase workload, before any work.
 	Until Phase
 	// Postprocs are the postprocessors to run; nil means postproc.CUDA().
 	// Those named VerifyGPUCode run in phase verify, after the others (they

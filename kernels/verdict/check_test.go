@@ -224,3 +224,23 @@ func workloadOf(t testing.TB, spec []byte) *ir.PrimFunc {
 	}
 	return f
 }
+
+// panicking is a postprocessor with a bug.
+type panicking struct{}
+
+func (panicking) Name() string { return "Panicking" }
+func (panicking) Apply(context.Context, *trace.Session) error {
+	var m map[string]int
+	m["x"]++ // a nil-map write: a bug
+	return nil
+}
+
+// TestCheckRecoversFromABug: a panic inside a phase (a bug in dragonx,
+// never an input's fault) is a failed verdict of that phase, not a crash.
+func TestCheckRecoversFromABug(t *testing.T) {
+	spec, sketch, _ := denseSketch(t)
+	v := verdict.Check(context.Background(), spec, sketch.AppendJSON(nil), verdict.Options{Postprocs: []postproc.Postproc{panicking{}}})
+	if v.OK || v.Phase != verdict.PhasePostproc || !strings.Contains(v.Error, "kernels: internal error in phase postproc: assignment to entry in nil map") {
+		t.Errorf("verdict %s", v.JSON())
+	}
+}

@@ -171,7 +171,7 @@ func (s *Badger) openDB(readOnly bool) (*badger.DB, error) {
 	db, err := badger.Open(o)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, fmt.Errorf("cache: %s is in use by a program that does not take dragonx's lock (Badger's own directory lock is held): %w", s.dir, err)
+			return nil, fmt.Errorf("cache: %s is in use by a program that does not take dragonx's lock (%w): %w", s.dir, errBadgerLocked, err)
 		}
 		return nil, fmt.Errorf("cache: opening %s: %w", s.dir, err)
 	}
@@ -218,7 +218,21 @@ func (s *Badger) makeWritable() error {
 		s.db, s.dbErr = nil, fmt.Errorf("cache: closing %s to reopen it writable: %w", s.dir, err)
 		return s.dbErr
 	}
-	db, err := s.openDB(false)
+	// Badger's directory lock is a flock on a descriptor of the database
+	// directory. A child that a stage's command is being started in (after
+	// fork, before exec closes the descriptor) still holds the read-only
+	// open's shared lock for a moment after Close, so the exclusive lock
+	// is retried briefly before the cache counts as in use by another
+	// program.
+	var db *badger.DB
+	var err error
+	for wait := time.Millisecond; ; wait *= 2 {
+		db, err = s.openDB(false)
+		if err == nil || !errors.Is(err, errBadgerLocked) || wait > 512*time.Millisecond {
+			break
+		}
+		time.Sleep(wait)
+	}
 	if err != nil {
 		s.db, s.dbErr = nil, err
 		return err
@@ -226,6 +240,10 @@ func (s *Badger) makeWritable() error {
 	s.db, s.writable = db, true
 	return nil
 }
+
+// errBadgerLocked is matched by openDB's error when Badger's own directory
+// lock is held.
+var errBadgerLocked = errors.New("Badger's own directory lock is held")
 
 // badgerOptions tunes Badger for a command-line tool that opens the cache,
 // does a few lookups and exits, and now and then streams gigabytes of blobs:

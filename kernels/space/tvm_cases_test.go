@@ -2,11 +2,13 @@ package space_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"dragonx/kernels/internal/tvmgolden"
@@ -29,12 +31,20 @@ var tvmRuleCases = []struct {
 	{"inline-into-multiple-consumers", func() space.Rule { return space.AutoInlineCUDA() }, 1},
 	{"inline-constant-tensor", func() space.Rule { return space.AutoInlineCUDA() }, 1},
 	{"inline-consumer-chain", func() space.Rule { return space.AutoInlineLLVM() }, 1},
+	{"mlt-cuda-matmul", func() space.Rule { return space.MultiLevelTilingCUDA() }, 1},
+	{"mlt-cuda-matmul-relu", func() space.Rule { return space.MultiLevelTilingCUDA() }, 1},
+	{"mlt-cuda-sum-trivial-block-iter", func() space.Rule { return space.MultiLevelTilingCUDA() }, 1},
+	{"mlt-cache-read-specify-consumer", func() space.Rule { return space.MultiLevelTilingCUDA() }, 1},
 }
 
 // TestTVMRuleCases generates each case's design space under its one rule
 // and compares the printed sketches with expected.tir (expected-<i>.tir
 // when there are several), TVM's expected modules as our printer writes
-// them. Each sketch's trace must also replay to the same function.
+// them. Each sketch's trace must also replay to the same function. Where
+// the test gives decisions (decisions.json: one list per sketch, the
+// decisions of its sampling instructions in order, as TVM's
+// check_sketches takes them), the sketch's trace is replayed with them
+// and the result compared.
 func TestTVMRuleCases(t *testing.T) {
 	for _, c := range tvmRuleCases {
 		t.Run(c.dir, func(t *testing.T) {
@@ -62,6 +72,10 @@ func tvmRuleCase(dir string, rule space.Rule, sketches int) error {
 	if len(got) != sketches {
 		return fmt.Errorf("%d sketches, TVM's design space has %d", len(got), sketches)
 	}
+	decisions, err := readDecisions(filepath.Join(dir, "decisions.json"), sketches)
+	if err != nil {
+		return err
+	}
 	for i, s := range got {
 		name := "expected.tir"
 		if sketches > 1 {
@@ -74,6 +88,17 @@ func tvmRuleCase(dir string, rule space.Rule, sketches int) error {
 		}
 		if d := tvmgolden.Diff(r.Func().Script(), script); d != "" {
 			return fmt.Errorf("sketch %d: its trace replays to another function: %s", i, d)
+		}
+		if decisions != nil {
+			tr, err := withDecisions(s.Trace(), decisions[i])
+			if err != nil {
+				return fmt.Errorf("sketch %d: %w", i, err)
+			}
+			r, err := trace.Replay(ctx, f, tr, trace.Options{Check: true})
+			if err != nil {
+				return fmt.Errorf("sketch %d: replay with TVM's decisions: %w", i, err)
+			}
+			script = r.Func().Script()
 		}
 		path := filepath.Join(dir, name)
 		want, err := os.ReadFile(path)
@@ -91,4 +116,84 @@ func tvmRuleCase(dir string, rule space.Rule, sketches int) error {
 		}
 	}
 	return nil
+}
+
+// readDecisions reads decisions.json ([[sketch 0's decisions], ...]); nil
+// when the case has none.
+func readDecisions(path string, sketches int) ([][]trace.Value, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("case data: %w", err)
+	}
+	var raw [][]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(raw) != sketches {
+		return nil, fmt.Errorf("%s: decisions for %d sketches, want %d", path, len(raw), sketches)
+	}
+	out := make([][]trace.Value, len(raw))
+	for i, ds := range raw {
+		for _, d := range ds {
+			var n int64
+			var ns []int64
+			switch {
+			case json.Unmarshal(d, &n) == nil:
+				out[i] = append(out[i], trace.IntValue(n))
+			case json.Unmarshal(d, &ns) == nil:
+				out[i] = append(out[i], trace.IntsValue(ns))
+			default:
+				return nil, fmt.Errorf("%s: decision %s is neither an integer nor a list of integers", path, d)
+			}
+		}
+	}
+	return out, nil
+}
+
+// withDecisions returns a copy of tr whose sampling instructions take ds,
+// in order.
+func withDecisions(tr *trace.Trace, ds []trace.Value) (*trace.Trace, error) {
+	out := tr.Clone()
+	k := 0
+	for i, in := range out.Insts {
+		if !strings.HasPrefix(in.Kind, "Sample") {
+			continue
+		}
+		if k == len(ds) {
+			return nil, fmt.Errorf("the trace samples more than the test's %d decisions", len(ds))
+		}
+		out.SetDecision(i, ds[k])
+		k++
+	}
+	if k != len(ds) {
+		return nil, fmt.Errorf("the trace samples %d times, the test gives %d decisions", k, len(ds))
+	}
+	return out, nil
+}
+
+// TestMultiLevelTilingSkipsTrivialBlockIter is the rest of TVM's
+// test_cuda_sum_with_trivial_block_iter: the rule does not apply, so the
+// sketch's trace holds nothing but the GetBlock instructions of the
+// collection (which TVM's simplified trace drops).
+func TestMultiLevelTilingSkipsTrivialBlockIter(t *testing.T) {
+	spec, err := os.ReadFile("testdata/tvm/mlt-cuda-sum-trivial-block-iter/before.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := workload.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := space.Generate(context.Background(), f, []space.Rule{space.MultiLevelTilingCUDA()}, trace.Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range got[0].Trace().Insts {
+		if in.Kind != "GetBlock" {
+			t.Errorf("the sketch applies %s", in.Kind)
+		}
+	}
 }

@@ -32,7 +32,13 @@ type customRule interface{ applyCustom() }
 // TVM's order, each a session whose trace replays to it. opts configure
 // the sessions (seed, checks); every sketch starts from the same seed.
 func Generate(ctx context.Context, f *ir.PrimFunc, rules []Rule, opts trace.Options) ([]*trace.Session, error) {
-	s := trace.NewSession(f, opts)
+	return GenerateFrom(ctx, trace.NewSession(f, opts), rules)
+}
+
+// GenerateFrom is Generate on the function that session s has scheduled so
+// far (a replayed trace, which the sketches' traces continue); s is one of
+// the sketches or is forked into them.
+func GenerateFrom(ctx context.Context, s *trace.Session, rules []Rule) ([]*trace.Session, error) {
 	blocks, err := collectBlocks(s)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,7 @@ var tvmRuleCases = []struct {
 	{"inline-into-multiple-consumers", func() space.Rule { return space.AutoInlineCUDA() }, 1},
 	{"inline-constant-tensor", func() space.Rule { return space.AutoInlineCUDA() }, 1},
 	{"inline-consumer-chain", func() space.Rule { return space.AutoInlineLLVM() }, 1},
+	{"inline-into-cache", func() space.Rule { return space.AutoInlineCUDA() }, 1},
 	{"mlt-cuda-matmul", func() space.Rule { return space.MultiLevelTilingCUDA() }, 1},
 	{"mlt-cuda-matmul-relu", func() space.Rule { return space.MultiLevelTilingCUDA() }, 1},
 	{"mlt-cuda-sum-trivial-block-iter", func() space.Rule { return space.MultiLevelTilingCUDA() }, 1},
@@ -65,7 +66,19 @@ func tvmRuleCase(dir string, rule space.Rule, sketches int) error {
 		return fmt.Errorf("before.json: %w", err)
 	}
 	ctx := context.Background()
-	got, err := space.Generate(ctx, f, []space.Rule{rule}, trace.Options{Check: true})
+	start := trace.NewSession(f, trace.Options{Check: true})
+	if data, err := os.ReadFile(filepath.Join(dir, "before-trace.json")); err == nil {
+		tr, err := trace.Parse([]byte(strings.TrimSpace(string(data))))
+		if err != nil {
+			return fmt.Errorf("before-trace.json: %w", err)
+		}
+		if start, err = trace.Replay(ctx, f, tr, trace.Options{Check: true}); err != nil {
+			return fmt.Errorf("before-trace.json: %w", err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("case data: %w", err)
+	}
+	got, err := space.GenerateFrom(ctx, start, []space.Rule{rule})
 	if err != nil {
 		return err
 	}

@@ -46,8 +46,6 @@ type MultiLevelTiling struct {
 	// of 0 records no thread-extent annotations.
 	MaxThreadsPerBlock int64
 	ThreadWarpSize     int64
-
-	s, r []int // tile indices of the spatial and reduction levels
 }
 
 // MultiLevelTilingCUDA returns MultiLevelTiling with TVM v0.20's
@@ -81,7 +79,8 @@ type mltState struct {
 
 // Apply implements Rule.
 func (m *MultiLevelTiling) Apply(ctx context.Context, s *trace.Session, block string) ([]*trace.Session, error) {
-	if err := m.init(); err != nil {
+	sIdx, rIdx, err := m.levels()
+	if err != nil {
 		return nil, err
 	}
 	if !needsMultiLevelTiling(s, block) {
@@ -91,7 +90,8 @@ func (m *MultiLevelTiling) Apply(ctx context.Context, s *trace.Session, block st
 		return nil, err
 	}
 	states := []mltState{{s: s, block: block}}
-	for _, sub := range []func(mltState) ([]mltState, error){m.tileLoopNest, m.addWriteReuse, m.addReadReuse} {
+	tile := func(st mltState) ([]mltState, error) { return m.tileLoopNest(st, sIdx, rIdx) }
+	for _, sub := range []func(mltState) ([]mltState, error){tile, m.addWriteReuse, m.addReadReuse} {
 		var next []mltState
 		for _, st := range states {
 			if err := ctx.Err(); err != nil {
@@ -112,24 +112,23 @@ func (m *MultiLevelTiling) Apply(ctx context.Context, s *trace.Session, block st
 	return out, nil
 }
 
-func (m *MultiLevelTiling) init() error {
-	if m.s != nil || m.r != nil {
-		return nil
-	}
+// levels returns the tile indices of the spatial and the reduction levels
+// of the structure.
+func (m *MultiLevelTiling) levels() (s, r []int, err error) {
 	for i, c := range m.Structure {
 		switch c {
 		case 'S':
-			m.s = append(m.s, i)
+			s = append(s, i)
 		case 'R':
-			m.r = append(m.r, i)
+			r = append(r, i)
 		default:
-			return fmt.Errorf("space: MultiLevelTiling structure %q: %q is neither S nor R", m.Structure, c)
+			return nil, nil, fmt.Errorf("space: MultiLevelTiling structure %q: %q is neither S nor R", m.Structure, c)
 		}
 	}
-	if len(m.s) == 0 {
-		return fmt.Errorf("space: MultiLevelTiling structure %q has no spatial level", m.Structure)
+	if len(s) == 0 || len(r) == 0 {
+		return nil, nil, fmt.Errorf("space: MultiLevelTiling structure %q needs spatial and reduction levels", m.Structure)
 	}
-	return nil
+	return s, r, nil
 }
 
 // copyState returns st itself when it is the last of n copies, else a fork.
@@ -141,7 +140,7 @@ func copyState(st mltState, last bool) mltState {
 	return mltState{s: n, block: st.block, tiles: slices.Clone(st.tiles)}
 }
 
-func (m *MultiLevelTiling) tileLoopNest(st mltState) ([]mltState, error) {
+func (m *MultiLevelTiling) tileLoopNest(st mltState, sIdx, rIdx []int) ([]mltState, error) {
 	s := st.s
 	loops, err := s.Emit("GetLoops", []trace.Value{str(st.block)}, nil, nil)
 	if err != nil {
@@ -157,7 +156,7 @@ func (m *MultiLevelTiling) tileLoopNest(st mltState) ([]mltState, error) {
 		var idx []int
 		switch blk.IterVars[i].Kind {
 		case ir.Spatial:
-			idx = m.s
+			idx = sIdx
 			if spatialProduct != -1 {
 				if n, ok := loopExtent(s, loop); ok {
 					spatialProduct *= n
@@ -166,7 +165,7 @@ func (m *MultiLevelTiling) tileLoopNest(st mltState) ([]mltState, error) {
 				}
 			}
 		case ir.Reduce:
-			idx = m.r
+			idx = rIdx
 		default:
 			continue
 		}

@@ -7,10 +7,14 @@
 // GetBlock instructions recorded at the head of every sketch; then, for each
 // rule in order, every sketch visits the blocks from the last collected to
 // the first, skipping blocks that an earlier rule removed (an inlined block)
-// and, for every rule but ApplyCustomRule, blocks annotated "schedule_rule".
+// and blocks annotated "schedule_rule" (TVM hands those to ApplyCustomRule,
+// which is not written here).
 // A rule records what it does through trace.Session.Emit, so that every
 // sketch's trace is a valid TVM trace that replays to the sketch.
 //
 // The rules and their configurations follow apache/tvm v0.20
-// (src/meta_schedule/schedule_rule). Rules added so far: AutoInline.
+// (src/meta_schedule/schedule_rule). Rules written so far: MultiLevelTiling
+// (the GPU form: must-reuse caches, thread bindings) and AutoInline. TVM's
+// CUDA list is MultiLevelTiling, InlineConstantScalars, AutoInline,
+// CrossThreadReduction, ParallelizeVectorizeUnroll, AutoBind.
 package space

@@ -20,13 +20,10 @@ type Rule interface {
 	Apply(ctx context.Context, s *trace.Session, block string) ([]*trace.Session, error)
 }
 
-// annScheduleRule is the block annotation that hands a block to a custom
-// rule; PostOrderApply skips blocks carrying it for every other rule.
+// annScheduleRule is the block annotation that hands a block to TVM's
+// ApplyCustomRule; PostOrderApply skips blocks carrying it for every other
+// rule. ApplyCustomRule is not written: such blocks are left as they are.
 const annScheduleRule = "schedule_rule"
-
-// customRule is implemented by rules that apply to blocks annotated
-// "schedule_rule" (TVM's ApplyCustomRule).
-type customRule interface{ applyCustom() }
 
 // Generate returns the design space of f under rules: the sketches, in
 // TVM's order, each a session whose trace replays to it. opts configure
@@ -49,7 +46,6 @@ func GenerateFrom(ctx context.Context, s *trace.Session, rules []Rule) ([]*trace
 	}
 	result := []*trace.Session{s}
 	for _, rule := range rules {
-		_, custom := rule.(customRule)
 		stack := make([]pending, 0, len(result))
 		for _, r := range result {
 			stack = append(stack, pending{r, blocks})
@@ -72,7 +68,7 @@ func GenerateFrom(ctx context.Context, s *trace.Session, rules []Rule) ([]*trace
 				stack = append(stack, pending{top.s, rest})
 				continue
 			}
-			if _, has := blk.Annotations.Get(annScheduleRule); has && !custom {
+			if _, has := blk.Annotations.Get(annScheduleRule); has {
 				stack = append(stack, pending{top.s, rest})
 				continue
 			}

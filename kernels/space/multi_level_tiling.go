@@ -131,12 +131,12 @@ func (m *MultiLevelTiling) levels() (s, r []int, err error) {
 	return s, r, nil
 }
 
-// copyState returns st itself when it is the last of n copies, else a fork.
-func copyState(st mltState, last bool) mltState {
-	if last {
-		return st
-	}
+// copyState returns a copy of st (TVM's State::Copy): a fork of its
+// session whose generator is seeded from st's (TVM's Schedule::Copy takes
+// ForkSeed), so that sketches forked at one point sample independently.
+func copyState(st mltState) mltState {
 	n := st.s.Fork()
+	*n.Schedule().Rand() = st.s.Schedule().Rand().Fork()
 	return mltState{s: n, block: st.block, tiles: slices.Clone(st.tiles)}
 }
 
@@ -260,11 +260,11 @@ func (m *MultiLevelTiling) addWriteReuse(st mltState) ([]mltState, error) {
 		return nil, err
 	}
 	var out []mltState
-	for i, level := range levels {
+	for _, level := range levels {
 		if level < 1 || level > len(st.tiles) || len(st.tiles[level-1]) == 0 {
 			return nil, fmt.Errorf("space: write cache level %d outside the %d tiles", level, len(st.tiles))
 		}
-		n := copyState(st, i == len(levels)-1)
+		n := copyState(st)
 		loop := n.tiles[level-1][len(n.tiles[level-1])-1]
 		if _, err := n.s.Emit("ReverseComputeAt", []trace.Value{str(cache[0]), str(loop)},
 			[]trace.Value{trace.IntValue(1), trace.IntValue(-1)}, nil); err != nil {
@@ -281,11 +281,11 @@ func (m *MultiLevelTiling) addReadReuse(st mltState) ([]mltState, error) {
 		return []mltState{st}, nil
 	}
 	var out []mltState
-	for li, level := range cfg.Levels {
+	for _, level := range cfg.Levels {
 		if level < 1 || level > len(st.tiles) || len(st.tiles[level-1]) == 0 {
 			return nil, fmt.Errorf("space: read cache level %d outside the %d tiles", level, len(st.tiles))
 		}
-		n := copyState(st, li == len(cfg.Levels)-1)
+		n := copyState(st)
 		s := n.s
 		loop := st.tiles[level-1][len(st.tiles[level-1])-1]
 		blk, ok := blockOf(s, n.block)

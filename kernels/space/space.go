@@ -27,7 +27,9 @@ const annScheduleRule = "schedule_rule"
 
 // Generate returns the design space of f under rules: the sketches, in
 // TVM's order, each a session whose trace replays to it. opts configure
-// the sessions (seed, checks); every sketch starts from the same seed.
+// the first session (seed, checks); a rule that forks a sketch seeds the
+// fork from the sketch's generator, so the space is deterministic for a
+// seed.
 func Generate(ctx context.Context, f *ir.PrimFunc, rules []Rule, opts trace.Options) ([]*trace.Session, error) {
 	return GenerateFrom(ctx, trace.NewSession(f, opts), rules)
 }

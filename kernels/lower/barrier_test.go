@@ -14,8 +14,12 @@ import (
 func TestBarrierPlacement(t *testing.T) {
 	S, T2 := buf("S", 16, "shared"), buf("T", 16, "shared")
 	L, G := buf("L", 16, "local"), buf("G", 16, "global")
-	w := func(b *ir.Buffer) Stmt { return &Block{Name: "W(" + b.Name() + ")", Writes: []*ir.Buffer{b}, Reads: []*ir.Buffer{G}} }
-	r := func(b *ir.Buffer) Stmt { return &Block{Name: "R(" + b.Name() + ")", Reads: []*ir.Buffer{b}, Writes: []*ir.Buffer{G}} }
+	w := func(b *ir.Buffer) Stmt {
+		return &Block{Name: "W(" + b.Name() + ")", Writes: []*ir.Buffer{b}, Reads: []*ir.Buffer{G}}
+	}
+	r := func(b *ir.Buffer) Stmt {
+		return &Block{Name: "R(" + b.Name() + ")", Reads: []*ir.Buffer{b}, Writes: []*ir.Buffer{G}}
+	}
 	loop := func(body ...Stmt) Stmt { return &Loop{Var: ir.NewVar("i", ir.Int32), Extent: ir.Int(4), Body: body} }
 	loop1 := func(body ...Stmt) Stmt { return &Loop{Var: ir.NewVar("i", ir.Int32), Extent: ir.Int(1), Body: body} }
 	cases := []struct {

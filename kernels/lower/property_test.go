@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"dragonx/kernels/ir"
 	"dragonx/kernels/lower"
 	"dragonx/kernels/postproc"
 )
@@ -13,7 +14,8 @@ import (
 // repository's testdata that the rewriting postprocessors accept: each
 // lowers without error, every allocation has a positive size, and where
 // VerifyGPUCode accepts the function too each kernel's threads and shared
-// bytes are within postproc.CUDALimits().
+// bytes are within postproc.CUDALimits() and are the ones VerifyGPUCode
+// counted (see agreeWithVerifier).
 func TestLowerEveryCUDATrace(t *testing.T) {
 	lim := postproc.CUDALimits()
 	lowered := 0
@@ -47,11 +49,45 @@ func TestLowerEveryCUDATrace(t *testing.T) {
 					}
 				}
 			}
+			if verr == nil {
+				agreeWithVerifier(t, f, p)
+			}
 			lowered++
 			t.Logf("%d kernels, first: %d threads, %d B shared", len(p.Kernels), p.Kernels[0].Threads(), p.Kernels[0].SharedBytes())
 		})
 	}
 	if lowered == 0 {
 		t.Error("no case lowered")
+	}
+}
+
+// agreeWithVerifier checks that the largest shared bytes and threads per
+// block of p's kernels are exactly what VerifyGPUCode counts on f: f
+// passes with those numbers as limits and fails with one less.
+func agreeWithVerifier(t *testing.T, f *ir.PrimFunc, p *lower.Program) {
+	t.Helper()
+	var shared, threads int64
+	for _, k := range p.Kernels {
+		shared, threads = max(shared, k.SharedBytes()), max(threads, k.Threads())
+	}
+	ctx := context.Background()
+	lim := postproc.CUDALimits()
+	lim.MaxSharedMemoryPerBlock, lim.MaxThreadsPerBlock = max(shared, 1), threads
+	if err := postproc.VerifyGPUFunc(ctx, f, lim); err != nil {
+		t.Errorf("VerifyGPUCode rejects %d B shared, %d threads, what lowering counts: %v", shared, threads, err)
+	}
+	if shared > 0 {
+		l := lim
+		l.MaxSharedMemoryPerBlock = shared - 1
+		if postproc.VerifyGPUFunc(ctx, f, l) == nil {
+			t.Errorf("VerifyGPUCode accepts %d B of shared memory, lowering counts %d", shared-1, shared)
+		}
+	}
+	if threads > 1 {
+		l := lim
+		l.MaxThreadsPerBlock = threads - 1
+		if postproc.VerifyGPUFunc(ctx, f, l) == nil {
+			t.Errorf("VerifyGPUCode accepts %d threads, lowering counts %d", threads-1, threads)
+		}
 	}
 }

@@ -54,6 +54,10 @@ type Kernel struct {
 	// BlockIdx and ThreadIdx are the implicit index variables of the bound
 	// dimensions, nil for an unbound one.
 	BlockIdx, ThreadIdx [3]*ir.Var
+	// UnrollMaxStep is the pragma_auto_unroll_max_step of the
+	// thread-bound loops that became implicit indices (0 when none): it
+	// applies to the whole kernel body.
+	UnrollMaxStep int64
 	// Allocs are the kernel's shared and local buffers.
 	Allocs []*Alloc
 	Body   []Stmt

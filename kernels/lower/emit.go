@@ -17,6 +17,9 @@ func (lw *kernelLowerer) stmt(s ir.Stmt) ([]Stmt, error) {
 		if x.Kind == ir.ThreadBinding {
 			switch ir.ThreadRank(x.Thread) {
 			case 0, 2: // an implicit index: no loop
+				if n, ok := x.Annotations.Int(annUnrollMaxStep); ok {
+					lw.k.UnrollMaxStep = max(lw.k.UnrollMaxStep, n)
+				}
 				return lw.stmt(x.Body)
 			case 1:
 				return lw.loop(x, VThread)

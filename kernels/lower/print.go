@@ -35,6 +35,9 @@ func (k *Kernel) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kernel %s grid(%d, %d, %d) block(%d, %d, %d): %d threads, %d B shared, %d B local per thread\n",
 		k.Name, k.Grid[0], k.Grid[1], k.Grid[2], k.Block[0], k.Block[1], k.Block[2], k.Threads(), k.SharedBytes(), k.LocalBytes())
+	if k.UnrollMaxStep > 0 {
+		fmt.Fprintf(&b, "  auto_unroll_max_step=%d\n", k.UnrollMaxStep)
+	}
 	for _, a := range k.Allocs {
 		writeAlloc(&b, 1, a)
 	}

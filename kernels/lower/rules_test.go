@@ -180,3 +180,30 @@ func TestPredicatesAndInit(t *testing.T) {
 		t.Errorf("lowered:\n%s\nwant the block as\n%s", s, want)
 	}
 }
+
+// TestSymbolicExtent: a loop extent that depends on an outer loop stays an
+// expression (with the implicit indices substituted), and the loop kinds
+// are kept.
+func TestSymbolicExtent(t *testing.T) {
+	A, B := buf("A", 64, "global"), buf("B", 64, "global")
+	tx, i, j, v := ir.NewVar("tx", ir.Int32), ir.NewVar("i", ir.Int32), ir.NewVar("j", ir.Int32), ir.NewVar("v", ir.Int32)
+	idx := ir.Add(ir.Add(ir.Mul(tx, ir.Int(8)), i), j)
+	inner := ir.LoopExpr(j, ir.Add(ir.FloorMod(tx, ir.Int(2)), ir.Int(1)), copyBlock("c", B, idx, A, idx, nil))
+	un := ir.Loop(i, 2, inner)
+	un.Kind = ir.Unrolled
+	vec := ir.Loop(v, 4, copyBlock("d", A, ir.Add(ir.Mul(tx, ir.Int(4)), v), B, ir.Int(0), nil))
+	vec.Kind = ir.Vectorized
+	p, err := lowerOne(t, []*ir.Buffer{A, B}, nil, threadLoop(tx, "threadIdx.x", 8, un, vec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.String()
+	for _, want := range []string{
+		"  for i in [0, 2) unroll:\n    for j in [0, threadIdx.x % 2 + 1) serial:\n",
+		"  for v in [0, 4) vectorize:\n",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no %q in\n%s", want, s)
+		}
+	}
+}

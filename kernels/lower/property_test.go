@@ -3,7 +3,10 @@ package lower_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"dragonx/kernels/internal/tvmgolden"
 
 	"dragonx/kernels/ir"
 	"dragonx/kernels/lower"
@@ -89,5 +92,23 @@ func agreeWithVerifier(t *testing.T, f *ir.PrimFunc, p *lower.Program) {
 		if postproc.VerifyGPUFunc(ctx, f, l) == nil {
 			t.Errorf("VerifyGPUCode accepts %d threads, lowering counts %d", threads-1, threads)
 		}
+	}
+}
+
+// TestLowerRefusesUnscheduled: the unscheduled function of every case
+// (loops at the root, no thread binding) is refused with an error naming
+// the root-level statement, never a panic or a program.
+func TestLowerRefusesUnscheduled(t *testing.T) {
+	for _, dir := range cudaCases(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			f, _, err := tvmgolden.LoadCase(dir, "workload.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := lower.Lower(context.Background(), f)
+			if err == nil || !strings.Contains(err.Error(), "root-level statement 0") {
+				t.Fatalf("got %v, %v; want an error on root-level statement 0", p, err)
+			}
+		})
 	}
 }

@@ -113,6 +113,11 @@ func (lw *kernelLowerer) block(r *ir.BlockRealize) (*Block, error) {
 	if len(r.IterValues) != len(blk.IterVars) {
 		return nil, fmt.Errorf("block %s has %d iter vars and %d bound values", blk.Name, len(blk.IterVars), len(r.IterValues))
 	}
+	for i, iv := range blk.IterVars {
+		if iv.Kind == ir.Reduce && ir.UsesVar(r.IterValues[i], func(v *ir.Var) bool { return lw.threadVars[v] }) {
+			return nil, fmt.Errorf("block %s: %w", blk.Name, ErrCrossThreadReduction)
+		}
+	}
 	var initCond ir.Expr
 	for i, iv := range blk.IterVars {
 		v, err := lw.expr(r.IterValues[i])

@@ -2,12 +2,20 @@ package lower
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"dragonx/kernels/arith"
 	"dragonx/kernels/ir"
 )
+
+// ErrCrossThreadReduction is returned (wrapped, with the block's name) for
+// a reduction block whose reduce iterator is bound to a threadIdx loop
+// (CrossThreadReduction's schedules). TVM lowers it to an all-reduce
+// across the threads (LowerCrossThreadReduction); this package does not
+// yet, and lowering it as a plain update would race.
+var ErrCrossThreadReduction = errors.New("cross-thread reduction (a reduce iterator bound to threadIdx) is not lowered yet")
 
 // Lower lowers a scheduled function: every block must run under a loop
 // nest bound to blockIdx or threadIdx that starts at the root (what the
@@ -122,6 +130,8 @@ func globalAlloc(b *ir.Buffer) *Alloc {
 type kernelLowerer struct {
 	k      *Kernel
 	allocs map[*ir.Buffer]*Alloc // every buffer visible in the kernel
+	// threadVars are the vars of the kernel's threadIdx loops.
+	threadVars map[*ir.Var]bool
 	// sub maps thread-bound loop vars to the kernel's implicit indices and
 	// block iter vars to their bound values.
 	sub map[*ir.Var]ir.Expr
@@ -137,10 +147,11 @@ type site struct {
 
 func lowerKernel(name string, loop *ir.For, globals map[*ir.Buffer]*Alloc, scopes map[*ir.Buffer]Scope) (*Kernel, error) {
 	lw := &kernelLowerer{
-		k:      &Kernel{Name: name, Grid: [3]int64{1, 1, 1}, Block: [3]int64{1, 1, 1}},
-		allocs: make(map[*ir.Buffer]*Alloc, len(globals)+4),
-		sub:    map[*ir.Var]ir.Expr{},
-		an:     arith.NewAnalyzer(),
+		k:          &Kernel{Name: name, Grid: [3]int64{1, 1, 1}, Block: [3]int64{1, 1, 1}},
+		allocs:     make(map[*ir.Buffer]*Alloc, len(globals)+4),
+		sub:        map[*ir.Var]ir.Expr{},
+		threadVars: map[*ir.Var]bool{},
+		an:         arith.NewAnalyzer(),
 	}
 	for b, a := range globals {
 		lw.allocs[b] = a
@@ -195,6 +206,9 @@ func (lw *kernelLowerer) launch(loop *ir.For) error {
 			return false
 		}
 		lw.sub[f.Var] = vars[d]
+		if rank == 2 {
+			lw.threadVars[f.Var] = true
+		}
 		if vars[d].DType() != f.Var.DType() {
 			lw.sub[f.Var] = ir.CastTo(f.Var.DType(), vars[d])
 		}

@@ -25,7 +25,10 @@
 //   - loop extents are expressions (symbolic extents kept), loops are
 //     marked Serial, Unrolled, Vectorized or VThread.
 //
-// Program.String prints it; testdata/dense.golden is a reviewed example.
+// Program.String prints it; testdata/dense-nt-128.golden is a reviewed
+// example, and testdata/README.md explains how to read it.
+//
+// Not lowered yet: cross-thread reductions (ErrCrossThreadReduction).
 package lower
 
 import (

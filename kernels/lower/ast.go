@@ -28,7 +28,10 @@
 // Program.String prints it; testdata/dense-nt-128.golden is a reviewed
 // example, and testdata/README.md explains how to read it.
 //
-// Not lowered yet: cross-thread reductions (ErrCrossThreadReduction).
+// A reduction over threadIdx.x (CrossThreadReduction) becomes an
+// all-reduce written with a shared scratch buffer and barriers (see
+// crossThread); other cross-thread forms are refused with
+// ErrCrossThreadReduction.
 package lower
 
 import (
@@ -116,6 +119,9 @@ type Alloc struct {
 	// Bytes is the allocation's size: per block for shared, per thread
 	// for local.
 	Bytes int64
+	// Scratch marks a buffer lowering adds (a cross-thread reduction's
+	// accumulator and shared slots), not one of the schedule.
+	Scratch bool
 }
 
 // Stmt is a statement of a kernel body: *Loop, *Block, *If, *Store or

@@ -14,6 +14,18 @@ func (lw *kernelLowerer) stmt(s ir.Stmt) ([]Stmt, error) {
 	case nil:
 		return nil, nil
 	case *ir.For:
+		if ct := lw.ctByLoop[x]; ct != nil {
+			delete(lw.ctByLoop, x)
+			before, after, err := lw.crossThreadParts(ct)
+			if err != nil {
+				return nil, err
+			}
+			body, err := lw.stmt(x)
+			if err != nil {
+				return nil, err
+			}
+			return append(append(before, body...), after...), nil
+		}
 		if x.Kind == ir.ThreadBinding {
 			switch ir.ThreadRank(x.Thread) {
 			case 0, 2: // an implicit index: no loop
@@ -113,11 +125,7 @@ func (lw *kernelLowerer) block(r *ir.BlockRealize) (*Block, error) {
 	if len(r.IterValues) != len(blk.IterVars) {
 		return nil, fmt.Errorf("block %s has %d iter vars and %d bound values", blk.Name, len(blk.IterVars), len(r.IterValues))
 	}
-	for i, iv := range blk.IterVars {
-		if iv.Kind == ir.Reduce && ir.UsesVar(r.IterValues[i], func(v *ir.Var) bool { return lw.threadVars[v] }) {
-			return nil, fmt.Errorf("block %s: %w", blk.Name, ErrCrossThreadReduction)
-		}
-	}
+	ct := lw.ctByBlock[r]
 	var initCond ir.Expr
 	for i, iv := range blk.IterVars {
 		v, err := lw.expr(r.IterValues[i])
@@ -136,13 +144,26 @@ func (lw *kernelLowerer) block(r *ir.BlockRealize) (*Block, error) {
 	}
 	out := &Block{Name: blk.Name}
 	for _, rg := range blk.Reads {
-		out.Reads = appendUnique(out.Reads, rg.Buffer)
+		if ct == nil || rg.Buffer != ct.target.Buffer {
+			out.Reads = appendUnique(out.Reads, rg.Buffer)
+		}
 	}
 	for _, rg := range blk.Writes {
 		out.Writes = appendUnique(out.Writes, rg.Buffer)
 	}
 	var body []Stmt
-	if blk.Init != nil {
+	if ct != nil {
+		// The thread's part of a cross-thread reduction: into its
+		// accumulator, initialised before the reduction loops.
+		rhs, err := lw.expr(ct.rhs)
+		if err != nil {
+			return nil, fmt.Errorf("block %s: %w", blk.Name, err)
+		}
+		red := ct.red.Flat
+		out.Reads = appendUnique(out.Reads, red)
+		out.Writes = []*ir.Buffer{red}
+		body = []Stmt{&Store{Buffer: red, Index: ir.Int(0), Value: ir.NewBinary(ct.op, ir.Load(red, ir.Int(0)), rhs)}}
+	} else if blk.Init != nil {
 		init, err := lw.stmt(blk.Init)
 		if err != nil {
 			return nil, fmt.Errorf("block %s init: %w", blk.Name, err)
@@ -153,11 +174,13 @@ func (lw *kernelLowerer) block(r *ir.BlockRealize) (*Block, error) {
 			body = append(body, &If{Cond: lw.an.Simplify(initCond), Then: init, Init: true})
 		}
 	}
-	main, err := lw.stmt(blk.Body)
-	if err != nil {
-		return nil, fmt.Errorf("block %s: %w", blk.Name, err)
+	if ct == nil {
+		main, err := lw.stmt(blk.Body)
+		if err != nil {
+			return nil, fmt.Errorf("block %s: %w", blk.Name, err)
+		}
+		body = append(body, main...)
 	}
-	body = append(body, main...)
 	if r.Predicate != nil && !ir.IsTrue(r.Predicate) {
 		pred, err := lw.expr(r.Predicate)
 		if err != nil {

@@ -20,15 +20,17 @@ func TestLoweredMatchesInterpreter(t *testing.T) {
 		t.Skip("interprets a 128x128x128 dense")
 	}
 	// About 11 s: the executor evaluates the AST node by node. mutate:
-	// dropping the barriers must then fail (it cannot for SFM, which has
-	// no shared memory). Checked by hand too (each passes, not in the
-	// suite for time): dense-add-gpu, c1d-0, cap-0 of the testdata.
+	// dropping the barriers must then fail (it cannot for sfm-0, which has
+	// no shared memory). Checked by hand too (each matches in both orders,
+	// not in the suite for time): dense-add-gpu, c1d-0, cap-0, sfm-1,
+	// sfm-2, sfm-3 of the testdata.
 	for _, c := range []struct {
 		dir    string
 		mutate bool
 	}{
 		{"../trace/testdata/tvm-traces/cuda-dense-nt-128", true},
 		{"../trace/testdata/tvm-space-cuda/sfm-0", false},
+		{"../trace/testdata/tvm-space-cuda/nrm-1", true}, // cross-thread reduction
 	} {
 		dir := c.dir
 		t.Run(filepath.Base(dir), func(t *testing.T) {

@@ -10,12 +10,11 @@ import (
 	"dragonx/kernels/ir"
 )
 
-// ErrCrossThreadReduction is returned (wrapped, with the block's name) for
-// a reduction block whose reduce iterator is bound to a threadIdx loop
-// (CrossThreadReduction's schedules). TVM lowers it to an all-reduce
-// across the threads (LowerCrossThreadReduction); this package does not
-// yet, and lowering it as a plain update would race.
-var ErrCrossThreadReduction = errors.New("cross-thread reduction (a reduce iterator bound to threadIdx) is not lowered yet")
+// ErrCrossThreadReduction is returned (wrapped, with the block's name and
+// the reason) for a reduction block whose reduce iterators are bound to
+// threadIdx in a form this package does not lower (see crossThread for
+// the one it does). Lowering it as a plain update would race.
+var ErrCrossThreadReduction = errors.New("cross-thread reduction of a form not lowered")
 
 // Lower lowers a scheduled function: every block must run under a loop
 // nest bound to blockIdx or threadIdx that starts at the root (what the
@@ -132,6 +131,10 @@ type kernelLowerer struct {
 	allocs map[*ir.Buffer]*Alloc // every buffer visible in the kernel
 	// threadVars are the vars of the kernel's threadIdx loops.
 	threadVars map[*ir.Var]bool
+	// Cross-thread reductions by their outermost reduction loop and by
+	// their block.
+	ctByLoop  map[*ir.For]*crossThread
+	ctByBlock map[*ir.BlockRealize]*crossThread
 	// sub maps thread-bound loop vars to the kernel's implicit indices and
 	// block iter vars to their bound values.
 	sub map[*ir.Var]ir.Expr
@@ -151,6 +154,8 @@ func lowerKernel(name string, loop *ir.For, globals map[*ir.Buffer]*Alloc, scope
 		allocs:     make(map[*ir.Buffer]*Alloc, len(globals)+4),
 		sub:        map[*ir.Var]ir.Expr{},
 		threadVars: map[*ir.Var]bool{},
+		ctByLoop:   map[*ir.For]*crossThread{},
+		ctByBlock:  map[*ir.BlockRealize]*crossThread{},
 		an:         arith.NewAnalyzer(),
 	}
 	for b, a := range globals {
@@ -162,6 +167,17 @@ func lowerKernel(name string, loop *ir.For, globals map[*ir.Buffer]*Alloc, scope
 	sites := collectSites(loop)
 	if err := lw.compactAll(sites, scopes); err != nil {
 		return nil, err
+	}
+	for _, s := range sites {
+		ct, err := lw.findCrossThread(s)
+		if err != nil {
+			return nil, err
+		}
+		if ct != nil {
+			lw.ctByLoop[ct.outer] = ct
+			lw.ctByBlock[ct.realize] = ct
+			lw.k.Allocs = append(lw.k.Allocs, ct.red, ct.redBuf)
+		}
 	}
 	body, err := lw.stmt(loop)
 	if err != nil {

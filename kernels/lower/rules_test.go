@@ -2,6 +2,7 @@ package lower
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -205,5 +206,60 @@ func TestSymbolicExtent(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("no %q in\n%s", want, s)
 		}
+	}
+}
+
+// TestCrossThreadReduction: a sum over threadIdx.x becomes the all-reduce
+// sequence (accumulator init, the thread's part, store to the shared
+// slots, barrier, fold, write-back by thread 0); one over threadIdx.y is
+// refused with ErrCrossThreadReduction naming the block.
+func TestCrossThreadReduction(t *testing.T) {
+	A, B := buf("A", 64, "global"), buf("B", 1, "global")
+	for _, c := range []struct {
+		tag  string
+		want string
+		err  string
+	}{
+		{"threadIdx.x", "sum_red_init sum sum_red_store | sum_red_fold sum_write_back", ""},
+		{"threadIdx.y", "", "block sum: cross-thread reduction of a form not lowered: only a reduction over threadIdx.x is lowered, this one uses threadIdx.y"},
+	} {
+		t.Run(c.tag, func(t *testing.T) {
+			k, tx := ir.NewVar("k", ir.Int32), ir.NewVar("t", ir.Int32)
+			vk := ir.NewVar("vk", ir.Int32)
+			red := &ir.Block{
+				Name:     "sum",
+				IterVars: []ir.IterVar{{Var: vk, Dom: ir.Dom{Extent: 64}, Kind: ir.Reduce}},
+				Reads:    []ir.BufferRegion{ir.PointRegion(B, ir.Int(0)), ir.PointRegion(A, vk)},
+				Writes:   []ir.BufferRegion{ir.PointRegion(B, ir.Int(0))},
+				Init:     ir.Store(B, ir.F32(0), ir.Int(0)),
+				Body:     ir.Store(B, ir.Add(ir.Load(B, ir.Int(0)), ir.Load(A, vk)), ir.Int(0)),
+			}
+			body := threadLoop(ir.NewVar("b", ir.Int32), "blockIdx.x", 1, serial(k, 2, threadLoop(tx, c.tag, 32,
+				&ir.BlockRealize{IterValues: []ir.Expr{ir.Add(ir.Mul(k, ir.Int(32)), tx)}, Block: red})))
+			p, err := lowerOne(t, []*ir.Buffer{A, B}, nil, body)
+			if c.err != "" {
+				if !errors.Is(err, ErrCrossThreadReduction) || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("got %v, want ErrCrossThreadReduction: %s", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, s := range p.Kernels[0].Body {
+				switch x := s.(type) {
+				case *Block:
+					names = append(names, x.Name)
+				case *Loop:
+					names = append(names, x.Body[0].(*Block).Name)
+				case *Barrier:
+					names = append(names, "|")
+				}
+			}
+			if got := strings.Join(names, " "); got != c.want {
+				t.Errorf("got %s, want %s\n%s", got, c.want, p)
+			}
+		})
 	}
 }

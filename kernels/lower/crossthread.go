@@ -139,8 +139,11 @@ func (lw *kernelLowerer) findCrossThread(s site) (*crossThread, error) {
 	return ct, nil
 }
 
-// crossThreadLoop lowers the reduction loop ct.outer (lowered to body by
-// the caller, with the update into ct.red) into the all-reduce sequence.
+// crossThreadParts returns what goes before the reduction loop ct.outer
+// (the accumulator's init) and after it (store to the shared slots, fold,
+// write-back). The caller lowers the loop itself, whose block then
+// updates the accumulator. It binds the block's spatial iterators, which
+// do not depend on the reduction loops (findCrossThread checked).
 func (lw *kernelLowerer) crossThreadParts(ct *crossThread) (before []Stmt, after []Stmt, err error) {
 	blk := ct.realize.Block
 	for i, iv := range blk.IterVars {

@@ -422,7 +422,7 @@ func (k *kernel) checkSharedMemory(max int64) error {
 					dom[f.Var] = a.LoopSet(f)
 				}
 			}
-			tightenByPredicate(a, u.site.realize.Predicate, dom)
+			a.TightenByPredicate(u.site.realize.Predicate, dom)
 			blk := u.site.realize.Block
 			bind := make(map[*ir.Var]ir.Expr, len(blk.IterVars))
 			for i, iv := range blk.IterVars {
@@ -465,75 +465,6 @@ func (k *kernel) checkSharedMemory(max int64) error {
 		return fmt.Errorf("%d bytes of shared memory per block (%s), more than the %d allowed", total, strings.Join(parts, ", "), max)
 	}
 	return nil
-}
-
-// tightenByPredicate narrows the sets of the relaxed loop vars in dom by
-// the conjuncts of a block predicate of the form lhs < rhs or lhs <= rhs
-// where lhs - rhs is linear in them with positive coefficients (what Split
-// makes of a factor that does not divide the extent), as TVM's compaction
-// narrows regions by the predicates it can solve. Each var gets the bound
-// that holds with every other term at its least value (the fixed vars
-// too), so the result covers every instance of the block.
-func tightenByPredicate(a *arith.Analyzer, pred ir.Expr, dom map[*ir.Var]arith.IntSet) {
-	var conjuncts []ir.Expr
-	var split func(e ir.Expr)
-	split = func(e ir.Expr) {
-		if b, ok := e.(*ir.Binary); ok && b.Op() == ir.OpAnd {
-			split(b.A())
-			split(b.B())
-			return
-		}
-		conjuncts = append(conjuncts, e)
-	}
-	if pred == nil {
-		return
-	}
-	split(pred)
-	for _, c := range conjuncts {
-		b, ok := c.(*ir.Binary)
-		if !ok || (b.Op() != ir.OpLT && b.Op() != ir.OpLE) || !b.A().DType().IsInt() || b.A().DType() != b.B().DType() {
-			continue
-		}
-		slack := int64(0) // lhs - rhs <= slack
-		if b.Op() == ir.OpLT {
-			slack = -1
-		}
-		var vars []*ir.Var
-		for _, v := range ir.CollectVars(b.A()) {
-			if _, relaxed := dom[v]; relaxed && !slices.Contains(vars, v) {
-				vars = append(vars, v)
-			}
-		}
-		if len(vars) == 0 {
-			continue
-		}
-		lin, ok := a.DetectLinear(ir.Sub(b.A(), b.B()), vars)
-		if !ok || slices.ContainsFunc(lin.Coeffs, func(k int64) bool { return k <= 0 }) {
-			continue
-		}
-		least := a.Bound(lin.Base).Min
-		mins := make([]int64, len(vars))
-		for i, v := range vars {
-			mins[i] = a.Bound(dom[v].Min).Min
-			if mins[i] == arith.NegInf {
-				least = arith.NegInf
-			}
-		}
-		if least == arith.NegInf {
-			continue
-		}
-		for i, k := range lin.Coeffs {
-			least += k * mins[i]
-		}
-		for i, v := range vars {
-			others := least - lin.Coeffs[i]*mins[i]
-			hi := floorDivInt(slack-others, lin.Coeffs[i])
-			if hi < mins[i] || hi >= a.Bound(dom[v].Max).Max {
-				continue
-			}
-			dom[v] = arith.IntervalSet(dom[v].Min, ir.IntImmOf(v.DType(), hi))
-		}
-	}
 }
 
 func floorDivInt(x, y int64) int64 {

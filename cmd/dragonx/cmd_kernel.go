@@ -16,7 +16,7 @@ import (
 var cmdKernel = &command{
 	subcommands: true,
 	name:        "kernel",
-	usage:       "kernel show|list|apply [flags] ...",
+	usage:       "kernel show|list|apply|sample|sweep [flags] ...",
 	short:       "build, list and schedule tensor programs (the kernels compiler)",
 	long: `Kernel works on the tensor programs dragonx tunes. A workload is a JSON spec
 naming a family and its parameters, e.g.
@@ -35,6 +35,13 @@ block by block ("family":"custom").
   kernel apply ...                  replay a MetaSchedule trace on a workload; with
                                     -check static, also the CUDA postprocessors and
                                     GPU limits (see 'dragonx kernel apply -h')
+  kernel sample ... -seed S -count K [-json]
+                                    draw K traces from the workload's CUDA
+                                    design space (see 'dragonx kernel sample -h')
+  kernel sweep [-count 32] [-families F,...] [-check static|numeric] [-json]
+                                    draw and check traces of every benchmark
+                                    shape, counts per family (see 'dragonx
+                                    kernel sweep -h')
 
 show prints the function exactly as TVM's te.create_prim_func would build it for
 the spec: TVM's block and buffer names, padding and epilogues as their own blocks.
@@ -50,7 +57,7 @@ unknown family or shape index given by flags) is a usage error, exit status 2.
 
 func runKernel(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("missing the kernel subcommand (show, list, apply)")
+		return usagef("missing the kernel subcommand (show, list, apply, sample, sweep)")
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
@@ -62,8 +69,12 @@ func runKernel(ctx context.Context, e *env, args []string) error {
 		return runKernelList(ctx, e, args)
 	case "apply":
 		return runKernelApply(ctx, e, args)
+	case "sample":
+		return runKernelSample(ctx, e, args)
+	case "sweep":
+		return runKernelSweep(ctx, e, args)
 	}
-	return usagef("unknown kernel subcommand %q (want show, list or apply)", sub)
+	return usagef("unknown kernel subcommand %q (want show, list, apply, sample or sweep)", sub)
 }
 
 // workloadFlags selects a workload: a spec file, an inline spec, or a

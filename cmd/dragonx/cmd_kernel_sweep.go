@@ -20,7 +20,7 @@ const kernelSweepHelp = `kernel sweep draws traces from the design space of ever
 -check does): the sweep of issue 11's "Done when".
 
   kernel sweep [-count 32] [-seed 1] [-families F,G,...] [-shapes 0,1,2,3]
-               [-check static|numeric] [-json]
+               [-check static|numeric] [-json] [-j N]
 
 For each selected family and shape, -count draws of seed -seed; each draw's
 trace (a full trace, or for a rejected draw the sketch with its decisions) is
@@ -41,12 +41,13 @@ error with names and numbers masked: "block X runs on # threads, ...") with
 one example. -json prints one JSON object per family and line, then one
 for all of them ("family":"all"), with the fields family, shapes, samples,
 passed, failed, failures [{phase, postproc, reason, count, example}],
-reproduced, problems; and a last line {"seconds": S}.
+reproduced, problems; and a last line {"seconds": S}. -j N sweeps N shapes at
+once; the output (but the time) is the same.
 `
 
 func runKernelSweep(ctx context.Context, e *env, args []string) error {
 	var families, shapes, check string
-	var count int
+	var count, jobs int
 	var seed int64
 	var asJSON bool
 	fs := newFlagSet("kernel sweep")
@@ -56,6 +57,7 @@ func runKernelSweep(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&shapes, "shapes", "", "comma-separated shape `INDICES`, 0 to 3 (default all 4)")
 	fs.StringVar(&check, "check", "static", "`LEVEL` of the verdict: static or numeric")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object per family and line")
+	fs.IntVar(&jobs, "j", 1, "sweep `N` shapes at once (the output does not depend on it)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		if he, ok := err.(*helpError); ok {
@@ -69,7 +71,10 @@ func runKernelSweep(ctx context.Context, e *env, args []string) error {
 	if count < 0 {
 		return usagef("-count %d: want 0 or more draws", count)
 	}
-	opts := sample.SweepOptions{Count: count, Seed: seed}
+	if jobs < 1 {
+		return usagef("-j %d: want 1 or more", jobs)
+	}
+	opts := sample.SweepOptions{Count: count, Seed: seed, Workers: jobs}
 	switch check {
 	case "static":
 	case "numeric":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"dragonx/kernels/ir"
@@ -224,6 +225,38 @@ func TestDrawOptions(t *testing.T) {
 	for _, in := range sp.Sketches()[0].Insts {
 		if in.Kind != "GetBlock" {
 			t.Errorf("no rules: the sketch has inst %s", in.Kind)
+		}
+	}
+}
+
+// TestDrawConcurrent: draws made from several goroutines on one space are
+// the sequential draws (run with -race to check the sharing).
+func TestDrawConcurrent(t *testing.T) {
+	ctx := context.Background()
+	sp, err := NewSpace(ctx, benchFunc(t, "C2D", 0), 4, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := sp.DrawN(ctx, 4, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]*Sample, 8)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() {
+			s, err := sp.Draw(ctx, 4, i)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got[i] = s
+		})
+	}
+	wg.Wait()
+	for i := range got {
+		if got[i] == nil || got[i].Trace.String() != want[i].Trace.String() {
+			t.Errorf("draw %d made concurrently differs", i)
 		}
 	}
 }

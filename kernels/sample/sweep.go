@@ -3,9 +3,11 @@ package sample
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"dragonx/kernels/ir"
 	"dragonx/kernels/trace"
@@ -32,8 +34,11 @@ type SweepOptions struct {
 	Until verdict.Phase
 	// Sample configures the design spaces and draws.
 	Sample Options
-	// Progress, when set, is called after each shape with its name.
-	Progress func(shape string, samples, passed int)
+	// Workers is the number of shapes swept at once (0 or 1: one after
+	// the other). The report does not depend on it. Postprocessors given
+	// in Sample.Postprocs must then be safe for concurrent use (those of
+	// kernels/postproc are).
+	Workers int
 }
 
 // SweepReport is the outcome of a sweep: one report per family, in the
@@ -83,18 +88,23 @@ type Failure struct {
 func (r *SweepReport) Total() *FamilyReport {
 	t := &FamilyReport{Family: "all"}
 	for _, f := range r.Families {
-		t.Shapes += f.Shapes
-		t.Samples += f.Samples
-		t.Passed += f.Passed
-		t.Failed += f.Failed
-		t.Reproduced += f.Reproduced
-		t.Problems = append(t.Problems, f.Problems...)
-		for _, x := range f.Failures {
-			t.count(x.Phase, x.Postproc, x.Reason, x.Example, x.Count)
-		}
+		t.add(f)
 	}
 	t.sortFailures()
 	return t
+}
+
+// add adds the counts, failures and problems of p to f.
+func (f *FamilyReport) add(p *FamilyReport) {
+	f.Shapes += p.Shapes
+	f.Samples += p.Samples
+	f.Passed += p.Passed
+	f.Failed += p.Failed
+	f.Reproduced += p.Reproduced
+	f.Problems = append(f.Problems, p.Problems...)
+	for _, x := range p.Failures {
+		f.count(x.Phase, x.Postproc, x.Reason, x.Example, x.Count)
+	}
 }
 
 func (f *FamilyReport) count(phase verdict.Phase, pp, reason, example string, n int) {
@@ -136,30 +146,78 @@ func Sweep(ctx context.Context, opts SweepOptions) (*SweepReport, error) {
 			return nil, fmt.Errorf("sample: sweep: shape index %d is not 0 to 3", i)
 		}
 	}
-	rep := &SweepReport{}
-	byFamily := map[string]*FamilyReport{}
+	var shapes []workload.Benchmark
 	for _, b := range workload.Benchmarks() {
 		if opts.Families != nil && !slices.Contains(opts.Families, b.Family) || opts.Shapes != nil && !slices.Contains(opts.Shapes, b.Index) {
 			continue
 		}
-		fr := byFamily[b.Family]
+		shapes = append(shapes, b)
+	}
+
+	// Each shape is swept into its own report; they are added up in the
+	// benchmark order, so that the report is the same whatever the number
+	// of workers.
+	parts := make([]*FamilyReport, len(shapes))
+	errs := make([]error, len(shapes))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, min(opts.Workers, len(shapes))) {
+		wg.Go(func() {
+			for i := range jobs {
+				part := &FamilyReport{Family: shapes[i].Family}
+				if err := sweepShape(ctx, shapes[i], part, opts); err != nil {
+					errs[i] = err
+					cancel()
+					continue
+				}
+				parts[i] = part
+			}
+		})
+	}
+	for i := range shapes {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if err := firstError(errs); err != nil {
+		return nil, err
+	}
+
+	rep := &SweepReport{}
+	byFamily := map[string]*FamilyReport{}
+	for _, part := range parts {
+		fr := byFamily[part.Family]
 		if fr == nil {
-			fr = &FamilyReport{Family: b.Family}
-			byFamily[b.Family] = fr
+			fr = &FamilyReport{Family: part.Family}
+			byFamily[part.Family] = fr
 			rep.Families = append(rep.Families, fr)
 		}
-		passed0 := fr.Passed
-		if err := sweepShape(ctx, b, fr, opts); err != nil {
-			return nil, err
-		}
-		if opts.Progress != nil {
-			opts.Progress(b.Name(), opts.Count, fr.Passed-passed0)
-		}
+		fr.add(part)
 	}
 	for _, fr := range rep.Families {
 		fr.sortFailures()
 	}
 	return rep, nil
+}
+
+// firstError returns the first error of errs that is not a cancellation
+// caused by another one (else the first error, or nil).
+func firstError(errs []error) error {
+	var first error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, context.Canceled) {
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 func sweepShape(ctx context.Context, b workload.Benchmark, fr *FamilyReport, opts SweepOptions) error {

@@ -2,6 +2,8 @@ package sample
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -105,5 +107,39 @@ func TestReason(t *testing.T) {
 		if got := Reason(c.in); got != c.want {
 			t.Errorf("Reason(%q)\n = %q\nwant %q", c.in, got, c.want)
 		}
+	}
+}
+
+// TestSweepWorkers: the report does not depend on the number of workers.
+func TestSweepWorkers(t *testing.T) {
+	ctx := context.Background()
+	opts := SweepOptions{Count: 3, Seed: 2, Families: []string{"C1D", "T2D", "SFM"}}
+	var want string
+	for _, w := range []int{1, 3} {
+		opts.Workers = w
+		rep, err := Sweep(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(append(rep.Families, rep.Total()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w == 1 {
+			want = string(b)
+		} else if string(b) != want {
+			t.Errorf("%d workers:\n%s\none worker:\n%s", w, b, want)
+		}
+	}
+	// A refused phase stops every worker with the verdict's error.
+	opts.Until = "latency"
+	if _, err := Sweep(ctx, opts); err == nil || !strings.Contains(err.Error(), "refuses") {
+		t.Errorf("Until latency with 3 workers: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	opts.Until = ""
+	if _, err := Sweep(cctx, opts); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled sweep: %v", err)
 	}
 }

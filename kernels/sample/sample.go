@@ -33,6 +33,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"dragonx/kernels/ir"
 	"dragonx/kernels/postproc"
@@ -172,7 +173,7 @@ func (sp *Space) Draw(ctx context.Context, seed int64, index int) (*Sample, erro
 		}
 		v := verdict.Fail(verdict.PhaseReplay, err)
 		out.Rejection = &Rejection{Phase: verdict.PhaseReplay, Inst: v.Inst, Kind: v.Kind, Err: err}
-		out.Trace = &trace.Trace{Insts: sketch.Insts, Decisions: s.Trace().Clone().Decisions}
+		out.Trace = &trace.Trace{Insts: slices.Clone(sketch.Insts), Decisions: slices.Clone(s.Trace().Decisions)}
 		return out, nil
 	}
 	for i, p := range sp.ps {

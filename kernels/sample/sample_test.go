@@ -14,7 +14,7 @@ import (
 	"dragonx/kernels/workload"
 )
 
-func benchFunc(t *testing.T, family string, index int) *ir.PrimFunc {
+func benchFunc(t testing.TB, family string, index int) *ir.PrimFunc {
 	t.Helper()
 	spec, err := workload.BenchmarkSpec(family, index)
 	if err != nil {

@@ -355,17 +355,11 @@ func (m *MultiLevelTiling) annotateCooperativeFetch(s *trace.Session, cache stri
 	if len(lens) == 0 {
 		return nil
 	}
-	cands := make([]trace.Value, len(lens))
-	probs := make([]trace.Value, len(lens))
-	for i, n := range lens {
-		cands[i] = trace.IntValue(n)
-		probs[i] = trace.FloatValue(1.0 / float64(len(lens)))
-	}
-	v, err := s.Emit("SampleCategorical", nil, []trace.Value{trace.ArrayValue(cands...), trace.ArrayValue(probs...)}, nil)
+	v, err := sampleUniform(s, lens)
 	if err != nil {
 		return err
 	}
-	_, err = s.Emit("Annotate", []trace.Value{str(cache), str(v[0])}, []trace.Value{str(annCooperativeFetch)}, nil)
+	_, err = s.Emit("Annotate", []trace.Value{str(cache), str(v)}, []trace.Value{str(annCooperativeFetch)}, nil)
 	return err
 }
 

@@ -84,12 +84,13 @@ func inlineSteps(tr *trace.Trace) []string {
 var ctrSketches = []string{"nrm-1", "sfm-1", "sfm-2", "sfm-3"}
 
 // TestMultiLevelTilingRecordedSketches generates the design space of each
-// recorded CUDA sketch's workload under MultiLevelTiling then AutoInline
-// (TVM's CUDA rules before ParallelizeVectorizeUnroll, less
-// InlineConstantScalars and CrossThreadReduction, which add nothing to
-// these workloads' first sketch) and compares the instructions (kind,
-// inputs, attributes, outputs; not the decisions) with the recorded
-// sketch's up to ParallelizeVectorizeUnroll's SampleCategorical.
+// recorded CUDA sketch's workload under MultiLevelTiling, AutoInline and
+// ParallelizeVectorizeUnroll (TVM's CUDA rules up to
+// ParallelizeVectorizeUnroll, less InlineConstantScalars and
+// CrossThreadReduction, which add nothing to these workloads' first
+// sketch) and compares the instructions (kind, inputs, attributes,
+// outputs; not the decisions) with the recorded sketch's up to
+// ParallelizeVectorizeUnroll's annotation included.
 func TestMultiLevelTilingRecordedSketches(t *testing.T) {
 	paths, err := filepath.Glob("../trace/testdata/tvm-space-cuda/*/trace.json")
 	if err != nil || len(paths) == 0 {
@@ -112,14 +113,15 @@ func TestMultiLevelTilingRecordedSketches(t *testing.T) {
 				t.Fatalf("no ParallelizeVectorizeUnroll in the recorded sketch")
 			}
 			f := buildWorkload(t, filepath.Join(dir, "workload.json"))
-			got, err := space.Generate(context.Background(), f, []space.Rule{space.MultiLevelTilingCUDA(), space.AutoInlineCUDA()}, trace.Options{Check: true, Seed: 7})
+			rules := []space.Rule{space.MultiLevelTilingCUDA(), space.AutoInlineCUDA(), space.ParallelizeVectorizeUnrollCUDA()}
+			got, err := space.Generate(context.Background(), f, rules, trace.Options{Check: true, Seed: 7})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(got) != 1 {
 				t.Fatalf("%d sketches, want 1", len(got))
 			}
-			g, w := instStrings(got[0].Trace().Insts), instStrings(want.Insts[:cut-1])
+			g, w := instStrings(got[0].Trace().Insts), instStrings(want.Insts[:cut+1])
 			for i := range max(len(g), len(w)) {
 				if i >= len(g) || i >= len(w) || g[i] != w[i] {
 					t.Fatalf("instruction %d differs (%d instructions, TVM's %d):\n got %s\nwant %s", i, len(g), len(w), at(g, i), at(w, i))

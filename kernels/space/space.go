@@ -135,11 +135,16 @@ func blockOf(s *trace.Session, name string) (*ir.Block, bool) {
 func str(s string) trace.Value { return trace.StringValue(s) }
 
 // CUDARules returns TVM's ScheduleRule::DefaultCUDA list, in its order,
-// as far as it is written here: MultiLevelTiling, AutoInline,
-// ParallelizeVectorizeUnroll. The rules still missing
-// (InlineConstantScalars, CrossThreadReduction, AutoBind) are inserted at
-// their places as they land; ApplyCustomRule is not written (see
-// annScheduleRule).
+// as far as it is written here: MultiLevelTiling, InlineConstantScalars,
+// AutoInline, ParallelizeVectorizeUnroll, AutoBind. CrossThreadReduction
+// is inserted at its place (after AutoInline) when it lands;
+// ApplyCustomRule is not written (see annScheduleRule).
 func CUDARules() []Rule {
-	return []Rule{MultiLevelTilingCUDA(), AutoInlineCUDA(), ParallelizeVectorizeUnrollCUDA()}
+	return []Rule{
+		MultiLevelTilingCUDA(),
+		InlineConstantScalarsCUDA(),
+		AutoInlineCUDA(),
+		ParallelizeVectorizeUnrollCUDA(),
+		AutoBindCUDA(),
+	}
 }

@@ -36,6 +36,7 @@ var tvmRuleCases = []struct {
 	{"mlt-cuda-matmul-relu", func() space.Rule { return space.MultiLevelTilingCUDA() }, 1},
 	{"mlt-cuda-sum-trivial-block-iter", func() space.Rule { return space.MultiLevelTilingCUDA() }, 1},
 	{"mlt-cache-read-specify-consumer", func() space.Rule { return space.MultiLevelTilingCUDA() }, 1},
+	{"autobind-elementwise", func() space.Rule { return space.AutoBindCUDA() }, 1},
 	{"pvu-matmul", func() space.Rule {
 		// test_parallel_vectorize_unroll: llvm --num-cores=32, max_jobs_per_core 16.
 		return &space.ParallelizeVectorizeUnroll{MaxParallelExtent: 32 * 16, MaxVectorizeExtent: 32, UnrollMaxSteps: []int64{0, 16, 64, 512}, UnrollExplicit: true}

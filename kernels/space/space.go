@@ -135,15 +135,15 @@ func blockOf(s *trace.Session, name string) (*ir.Block, bool) {
 func str(s string) trace.Value { return trace.StringValue(s) }
 
 // CUDARules returns TVM's ScheduleRule::DefaultCUDA list, in its order,
-// as far as it is written here: MultiLevelTiling, InlineConstantScalars,
-// AutoInline, ParallelizeVectorizeUnroll, AutoBind. CrossThreadReduction
-// is inserted at its place (after AutoInline) when it lands;
-// ApplyCustomRule is not written (see annScheduleRule).
+// less ApplyCustomRule (not written, see annScheduleRule):
+// MultiLevelTiling, InlineConstantScalars, AutoInline,
+// CrossThreadReduction, ParallelizeVectorizeUnroll, AutoBind.
 func CUDARules() []Rule {
 	return []Rule{
 		MultiLevelTilingCUDA(),
 		InlineConstantScalarsCUDA(),
 		AutoInlineCUDA(),
+		CrossThreadReductionCUDA(),
 		ParallelizeVectorizeUnrollCUDA(),
 		AutoBindCUDA(),
 	}

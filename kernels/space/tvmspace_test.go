@@ -79,8 +79,9 @@ func inlineSteps(tr *trace.Trace) []string {
 	return out
 }
 
-// ctrSketches are the recorded sketches that CrossThreadReduction forks
-// (not written yet); TestMultiLevelTilingRecordedSketches leaves them out.
+// ctrSketches are the recorded sketches that CrossThreadReduction forks;
+// TestMultiLevelTilingRecordedSketches, which runs the rules without it,
+// leaves them out (TestCUDARulesRecordedSpaces covers them).
 var ctrSketches = []string{"nrm-1", "sfm-1", "sfm-2", "sfm-3"}
 
 // TestMultiLevelTilingRecordedSketches generates the design space of each
@@ -196,3 +197,97 @@ func at(s []string, i int) string {
 	}
 	return "<end>"
 }
+
+// TestCUDARulesRecordedSpaces generates, for each test of TVM's
+// test_meta_schedule_space_cuda.py (the recorded sketches <family>-<i> of
+// kernels/trace/testdata/tvm-space-cuda), the design space of CUDARules on
+// its workload and checks that it is the test's set of sketches: as many,
+// and each generated sketch's instructions (kind, inputs, attributes,
+// outputs; not the decisions) those of one recorded sketch, each recorded
+// sketch matched once. Every sketch's trace must replay to it.
+func TestCUDARulesRecordedSpaces(t *testing.T) {
+	paths, err := filepath.Glob("../trace/testdata/tvm-space-cuda/*/trace.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no recorded sketches (%v)", err)
+	}
+	families := map[string][]string{} // family -> sketch folders, in order
+	var order []string
+	for _, p := range paths {
+		dir := filepath.Dir(p)
+		fam, _, _ := strings.Cut(filepath.Base(dir), "-")
+		if _, ok := families[fam]; !ok {
+			order = append(order, fam)
+		}
+		families[fam] = append(families[fam], dir)
+	}
+	matched, total := 0, 0
+	for _, fam := range order {
+		dirs := families[fam]
+		total += len(dirs)
+		t.Run(fam, func(t *testing.T) {
+			ctx := context.Background()
+			f := buildWorkload(t, filepath.Join(dirs[0], "workload.json"))
+			got, err := space.Generate(ctx, f, space.CUDARules(), trace.Options{Check: true, Seed: 11})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([][]string, len(dirs))
+			for i, d := range dirs {
+				want[i] = instStrings(readTrace(t, filepath.Join(d, "trace.json")).Insts)
+			}
+			used := make([]bool, len(want))
+			for k, s := range got {
+				g := instStrings(s.Trace().Insts)
+				found := -1
+				for i, w := range want {
+					if !used[i] && slices.Equal(g, w) {
+						found = i
+						break
+					}
+				}
+				if found < 0 {
+					best, at := closest(g, want, used)
+					t.Errorf("sketch %d matches no recorded sketch; nearest %s differs at instruction %d:\n got %s\nwant %s",
+						k, filepath.Base(dirs[best]), at, atIndex(g, at), atIndex(want[best], at))
+					continue
+				}
+				used[found] = true
+				if _, err := trace.Replay(ctx, f, s.Trace(), trace.Options{Check: true}); err != nil {
+					t.Errorf("sketch %d (%s) does not replay: %v", k, filepath.Base(dirs[found]), err)
+					continue
+				}
+				matched++
+			}
+			for i, u := range used {
+				if !u {
+					t.Errorf("recorded sketch %s not generated (%d sketches generated, %d recorded)", filepath.Base(dirs[i]), len(got), len(dirs))
+				}
+			}
+		})
+	}
+	t.Logf("matched %d/%d recorded sketches in %d tests", matched, total, len(order))
+}
+
+// closest returns the unused recorded sketch sharing the longest prefix
+// with g, and the index of the first difference.
+func closest(g []string, want [][]string, used []bool) (best, at int) {
+	best, at = 0, -1
+	for i, w := range want {
+		if used[i] {
+			continue
+		}
+		n := 0
+		for n < len(g) && n < len(w) && g[n] == w[n] {
+			n++
+		}
+		if n > at {
+			best, at = i, n
+		}
+	}
+	if at < 0 {
+		at = 0
+	}
+	return best, at
+}
+
+func atIndex(s []string, i int) string { return at(s, i) }

@@ -137,23 +137,32 @@ func TestMultiLevelTilingRecordedSketches(t *testing.T) {
 	t.Logf("matched %d/%d recorded sketches", matched, total)
 }
 
-// TestGenerateDeterministic: a seed gives the same sketch, decisions
-// included; another seed samples other tile sizes.
+// TestGenerateDeterministic: a seed gives the same sketches, decisions
+// included, under CUDARules (SFM forks four sketches through
+// CrossThreadReduction, each sampling from a forked generator); another
+// seed samples other decisions.
 func TestGenerateDeterministic(t *testing.T) {
-	f := buildWorkload(t, "../trace/testdata/tvm-space-cuda/c2d-0/workload.json")
-	gen := func(seed int64) string {
-		got, err := space.Generate(context.Background(), f, []space.Rule{space.MultiLevelTilingCUDA(), space.AutoInlineCUDA()}, trace.Options{Seed: seed})
-		if err != nil {
-			t.Fatal(err)
+	for _, w := range []string{"c2d-0", "sfm-0"} {
+		f := buildWorkload(t, "../trace/testdata/tvm-space-cuda/"+w+"/workload.json")
+		gen := func(seed int64) string {
+			got, err := space.Generate(context.Background(), f, space.CUDARules(), trace.Options{Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b []byte
+			for _, s := range got {
+				b = s.Trace().AppendJSON(b)
+				b = append(b, '\n')
+			}
+			return string(b)
 		}
-		return string(got[0].Trace().AppendJSON(nil))
-	}
-	a, b, c := gen(1), gen(1), gen(2)
-	if a != b {
-		t.Errorf("seed 1 gave two traces:\n%s\n%s", a, b)
-	}
-	if a == c {
-		t.Errorf("seeds 1 and 2 gave the same trace %s", a)
+		a, b, c := gen(1), gen(1), gen(2)
+		if a != b {
+			t.Errorf("%s: seed 1 gave two spaces:\n%s\n%s", w, a, b)
+		}
+		if a == c {
+			t.Errorf("%s: seeds 1 and 2 gave the same space %s", w, a)
+		}
 	}
 }
 

@@ -55,7 +55,7 @@ func (r *CrossThreadReduction) Apply(_ context.Context, s *trace.Session, block 
 	if !needsRFactorOrCrossThreadReduction(s, block, r.MaxThreadsPerBlock) {
 		return []*trace.Session{s}, nil
 	}
-	t := copyState(mltState{s: s, block: block}).s
+	t := forkSketch(s)
 	if err := r.transform(t, block); err != nil {
 		return nil, err
 	}

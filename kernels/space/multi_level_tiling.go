@@ -131,13 +131,10 @@ func (m *MultiLevelTiling) levels() (s, r []int, err error) {
 	return s, r, nil
 }
 
-// copyState returns a copy of st (TVM's State::Copy): a fork of its
-// session whose generator is seeded from st's (TVM's Schedule::Copy takes
-// ForkSeed), so that sketches forked at one point sample independently.
+// copyState returns a copy of st (TVM's State::Copy), its session forked
+// by forkSketch.
 func copyState(st mltState) mltState {
-	n := st.s.Fork()
-	*n.Schedule().Rand() = st.s.Schedule().Rand().Fork()
-	return mltState{s: n, block: st.block, tiles: slices.Clone(st.tiles)}
+	return mltState{s: forkSketch(st.s), block: st.block, tiles: slices.Clone(st.tiles)}
 }
 
 func (m *MultiLevelTiling) tileLoopNest(st mltState, sIdx, rIdx []int) ([]mltState, error) {

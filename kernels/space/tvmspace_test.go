@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"dragonx/kernels/internal/tvmgolden"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/space"
 	"dragonx/kernels/trace"
@@ -213,7 +214,8 @@ func at(s []string, i int) string {
 // its workload and checks that it is the test's set of sketches: as many,
 // and each generated sketch's instructions (kind, inputs, attributes,
 // outputs; not the decisions) those of one recorded sketch, each recorded
-// sketch matched once. Every sketch's trace must replay to it.
+// sketch matched once. Every sketch's trace must replay, and replayed with
+// the test's decisions print the test's module (expected.tir).
 func TestCUDARulesRecordedSpaces(t *testing.T) {
 	paths, err := filepath.Glob("../trace/testdata/tvm-space-cuda/*/trace.json")
 	if err != nil || len(paths) == 0 {
@@ -263,6 +265,25 @@ func TestCUDARulesRecordedSpaces(t *testing.T) {
 				used[found] = true
 				if _, err := trace.Replay(ctx, f, s.Trace(), trace.Options{Check: true}); err != nil {
 					t.Errorf("sketch %d (%s) does not replay: %v", k, filepath.Base(dirs[found]), err)
+					continue
+				}
+				// With the test's decisions, the sketch prints TVM's module.
+				rec := readTrace(t, filepath.Join(dirs[found], "trace.json"))
+				tr := s.Trace().Clone()
+				for _, d := range rec.Decisions {
+					tr.SetDecision(d.Index, d.Value)
+				}
+				r, err := trace.Replay(ctx, f, tr, trace.Options{Check: true})
+				if err != nil {
+					t.Errorf("sketch %d (%s) with TVM's decisions: %v", k, filepath.Base(dirs[found]), err)
+					continue
+				}
+				want, err := os.ReadFile(filepath.Join(dirs[found], "expected.tir"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := tvmgolden.Diff(r.Func().Script(), string(want)); d != "" {
+					t.Errorf("sketch %d (%s) with TVM's decisions does not print TVM's module: %s", k, filepath.Base(dirs[found]), d)
 					continue
 				}
 				matched++

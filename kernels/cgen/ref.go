@@ -159,6 +159,9 @@ func (rg *refGen) stmt(s ir.Stmt, ind int) error {
 			}
 		}
 	case *ir.For:
+		if loops, ok := reductionNest(x); ok {
+			return rg.nest(loops, ind)
+		}
 		ext, err := rg.ew.expr(x.ExtentExpr())
 		if err != nil {
 			return err
@@ -254,6 +257,167 @@ func (rg *refGen) stmt(s ir.Stmt, ind int) error {
 		rg.line(ind, "%s = (double)(%s);", dst, v)
 	default:
 		return fmt.Errorf("%w: statement %T", ErrUnsupported, s)
+	}
+	return nil
+}
+
+// reductionNest recognises the loop nest of a reduction block as
+// te.create_prim_func writes it: a perfect nest of loops (constant
+// extents) around one block with an init and no predicate, bound
+// trivially (each iter var is one loop var of the nest), that stores to one
+// buffer at exactly its spatial iter vars and reads that buffer only
+// there, and whose innermost loop is a reduce loop. It returns the loops
+// in the order to run them: the spatial loops but the innermost spatial
+// one, the reduce loops, then the innermost spatial loop, for contiguous
+// accesses (a matmul's k loop is not innermost any more). Every output
+// element is then updated by the same reduce iterations in the same
+// order, its init first, so the results are bit for bit those of the
+// nest's own order.
+func reductionNest(top *ir.For) ([]*ir.For, bool) {
+	var loops []*ir.For
+	var s ir.Stmt = top
+	for {
+		f, ok := s.(*ir.For)
+		if !ok {
+			break
+		}
+		if _, ok := f.ConstExtent(); !ok || f.Kind == ir.ThreadBinding {
+			return nil, false
+		}
+		loops = append(loops, f)
+		s = f.Body
+	}
+	br, ok := s.(*ir.BlockRealize)
+	if !ok || br.Block.Init == nil || br.Predicate != nil && !ir.IsTrue(br.Predicate) || len(br.IterValues) != len(loops) {
+		return nil, false
+	}
+	blk := br.Block
+	loopOf := map[*ir.Var]int{}
+	for i, l := range loops {
+		loopOf[l.Var] = i
+	}
+	kind := make([]ir.IterKind, len(loops)) // by loop
+	seen := map[int]bool{}
+	var spatial []*ir.Var
+	for i, v := range br.IterValues {
+		lv, ok := v.(*ir.Var)
+		if !ok {
+			return nil, false
+		}
+		j, ok := loopOf[lv]
+		if !ok || seen[j] {
+			return nil, false
+		}
+		seen[j] = true
+		iv := blk.IterVars[i]
+		n, _ := loops[j].ConstExtent()
+		if iv.Dom.Min != 0 || iv.Dom.Extent != n || iv.Kind == ir.Opaque {
+			return nil, false
+		}
+		kind[j] = iv.Kind
+		if iv.Kind == ir.Spatial {
+			spatial = append(spatial, iv.Var)
+		}
+	}
+	if kind[len(loops)-1] != ir.Reduce {
+		return nil, false
+	}
+	// One store to the output at the spatial iter vars, in init and body;
+	// loads of the output only there.
+	out, ok := spatialStore(blk.Body, spatial)
+	if !ok {
+		return nil, false
+	}
+	if o, ok := spatialStore(blk.Init, spatial); !ok || o != out {
+		return nil, false
+	}
+	okReads := true
+	check := func(e ir.Expr) {
+		ir.WalkExpr(e, func(x ir.Expr) bool {
+			if l, ok := x.(*ir.BufferLoad); ok && l.Buffer() == out && !sameVars(l.Indices(), spatial) {
+				okReads = false
+			}
+			return okReads
+		})
+	}
+	check(blk.Body.(*ir.BufferStore).Value)
+	check(blk.Init.(*ir.BufferStore).Value)
+	if !okReads {
+		return nil, false
+	}
+	innerSpatial := -1
+	for j := len(loops) - 1; j >= 0; j-- {
+		if kind[j] == ir.Spatial {
+			innerSpatial = j
+			break
+		}
+	}
+	if innerSpatial < 0 {
+		return nil, false
+	}
+	var order []*ir.For
+	for j, l := range loops {
+		if kind[j] == ir.Spatial && j != innerSpatial {
+			order = append(order, l)
+		}
+	}
+	for j, l := range loops {
+		if kind[j] == ir.Reduce {
+			order = append(order, l)
+		}
+	}
+	return append(order, loops[innerSpatial]), true
+}
+
+func spatialStore(s ir.Stmt, spatial []*ir.Var) (*ir.Buffer, bool) {
+	st, ok := s.(*ir.BufferStore)
+	if !ok || !sameVars(st.Indices, spatial) {
+		return nil, false
+	}
+	return st.Buffer, true
+}
+
+func sameVars(idx []ir.Expr, vars []*ir.Var) bool {
+	if len(idx) != len(vars) {
+		return false
+	}
+	for i, e := range idx {
+		if v, ok := e.(*ir.Var); !ok || v != vars[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// nest writes a reordered reduction nest (see reductionNest).
+func (rg *refGen) nest(loops []*ir.For, ind int) error {
+	in := ind
+	for _, l := range loops {
+		ext, err := rg.ew.expr(l.ExtentExpr())
+		if err != nil {
+			return err
+		}
+		v := rg.nm.fresh(l.Var.Name())
+		rg.vars[l.Var] = v
+		rg.line(in, "for (int64_t %s = 0; %s < %s; %s++) { /* reordered reduction nest */", v, v, ext, v)
+		in++
+	}
+	// The block: the innermost loop's body of the original nest.
+	var body ir.Stmt = loops[0]
+	for {
+		f, ok := body.(*ir.For)
+		if !ok {
+			break
+		}
+		body = f.Body
+	}
+	if err := rg.stmt(body, in); err != nil {
+		return err
+	}
+	for i := len(loops) - 1; i >= 0; i-- {
+		delete(rg.vars, loops[i].Var)
+		in--
+		rg.line(in, "}")
 	}
 	return nil
 }

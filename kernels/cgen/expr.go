@@ -20,6 +20,8 @@ type exprWriter struct {
 	name func(*ir.Var) (string, error)
 	// load returns the C expression of a buffer element.
 	load func(*ir.BufferLoad) (string, error)
+	// signed reports a variable that may be negative (nil: none may).
+	signed func(*ir.Var) bool
 }
 
 func (w *exprWriter) suffix() string {
@@ -182,15 +184,31 @@ func (w *exprWriter) binary(sb *strings.Builder, x *ir.Binary) error {
 		if float {
 			fn = "fmod" + w.suffix()
 		}
-	case ir.OpFloorDiv:
-		fn = "dx_floordiv"
-		if float {
-			fn = "dx_floordiv" + w.real
+	case ir.OpFloorDiv, ir.OpFloorMod:
+		if !float && w.nonNegative(x.A()) && positiveConst(x.B()) {
+			// C's truncating / and % are floor division and modulo here,
+			// and cheaper (no sign fix-up).
+			op := " / "
+			if x.Op() == ir.OpFloorMod {
+				op = " % "
+			}
+			sb.WriteString("(")
+			if err := w.write(sb, x.A()); err != nil {
+				return err
+			}
+			sb.WriteString(op)
+			if err := w.write(sb, x.B()); err != nil {
+				return err
+			}
+			sb.WriteString(")")
+			return nil
 		}
-	case ir.OpFloorMod:
-		fn = "dx_floormod"
+		fn = "dx_floordiv"
+		if x.Op() == ir.OpFloorMod {
+			fn = "dx_floormod"
+		}
 		if float {
-			fn = "dx_floormod" + w.real
+			fn += w.real
 		}
 	case ir.OpMin:
 		fn = "dx_min"
@@ -232,6 +250,34 @@ func (w *exprWriter) binary(sb *strings.Builder, x *ir.Binary) error {
 	}
 	sb.WriteString(")")
 	return nil
+}
+
+// nonNegative reports whether integer expression e is never negative:
+// built from variables that cannot be (loop variables, threadIdx and
+// blockIdx; not those w.signed names), non-negative constants, additions,
+// multiplications, and divisions, modulos, minima and maxima of such.
+func (w *exprWriter) nonNegative(e ir.Expr) bool {
+	switch x := e.(type) {
+	case *ir.IntImm:
+		return x.Value() >= 0
+	case *ir.Var:
+		return w.signed == nil || !w.signed(x)
+	case *ir.Cast:
+		return x.DType().IsInt() && x.A().DType().IsInt() && x.DType().Bits() >= x.A().DType().Bits() && w.nonNegative(x.A())
+	case *ir.Binary:
+		switch x.Op() {
+		case ir.OpAdd, ir.OpMul, ir.OpMin, ir.OpMax:
+			return w.nonNegative(x.A()) && w.nonNegative(x.B())
+		case ir.OpFloorDiv, ir.OpFloorMod, ir.OpDiv, ir.OpMod:
+			return w.nonNegative(x.A()) && positiveConst(x.B())
+		}
+	}
+	return false
+}
+
+func positiveConst(e ir.Expr) bool {
+	c, ok := e.(*ir.IntImm)
+	return ok && c.Value() > 0
 }
 
 func (w *exprWriter) call(sb *strings.Builder, x *ir.Call) error {

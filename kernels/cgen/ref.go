@@ -14,8 +14,8 @@ func Reference(f *ir.PrimFunc) (string, error) {
 	if f == nil || f.Body == nil || f.Body.Block == nil {
 		return "", errors.New("cgen: reference: no function body")
 	}
-	rg := &refGen{src: &source{}, nm: newNames(), bufs: map[*ir.Buffer]string{}, vars: map[*ir.Var]string{}}
-	rg.ew = &exprWriter{real: "double", name: rg.varName, load: rg.load}
+	rg := &refGen{src: &source{}, nm: newNames(), bufs: map[*ir.Buffer]string{}, vars: map[*ir.Var]string{}, signed: map[*ir.Var]bool{}}
+	rg.ew = &exprWriter{real: "double", name: rg.varName, load: rg.load, signed: func(v *ir.Var) bool { return rg.signed[v] }}
 	outputs := Outputs(f)
 	var order []*ir.Buffer
 	for _, b := range f.Params {
@@ -96,8 +96,10 @@ type refGen struct {
 	nm   *names
 	bufs map[*ir.Buffer]string
 	vars map[*ir.Var]string
-	ew   *exprWriter
-	body strings.Builder
+	// signed marks the block iter vars whose domain starts below 0.
+	signed map[*ir.Var]bool
+	ew     *exprWriter
+	body   strings.Builder
 }
 
 func (rg *refGen) varName(v *ir.Var) (string, error) {
@@ -208,6 +210,9 @@ func (rg *refGen) stmt(s ir.Stmt, ind int) error {
 		for i, iv := range blk.IterVars {
 			v := rg.nm.fresh(iv.Var.Name())
 			rg.vars[iv.Var] = v
+			if iv.Dom.Min < 0 {
+				rg.signed[iv.Var] = true
+			}
 			rg.line(ind+1, "const int64_t %s = %s;", v, vals[i])
 			if iv.Kind == ir.Reduce {
 				init = append(init, fmt.Sprintf("%s == %d", v, iv.Dom.Min))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -192,5 +193,43 @@ func TestMoreCases(t *testing.T) {
 		if _, err := g.Check(context.Background(), c.Workload, c.Program); err != nil {
 			t.Errorf("%s: %v", dir, err)
 		}
+	}
+}
+
+// TestTwoProcesses: two processes (this test binary, re-run as a helper)
+// check the same program on one empty cache directory at the same time;
+// both pass and the directory holds complete entries only.
+func TestTwoProcesses(t *testing.T) {
+	if dir := os.Getenv("DRAGONX_NUMERIC_HELPER_DIR"); dir != "" {
+		c := loadCase(t, denseCase)
+		if _, err := gate(t, numeric.Options{CacheDir: dir}).Check(context.Background(), c.Workload, c.Program); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	dir := t.TempDir()
+	var cmds []*exec.Cmd
+	outs := make([]*strings.Builder, 2)
+	for i := range outs {
+		outs[i] = &strings.Builder{}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestTwoProcesses$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "DRAGONX_NUMERIC_HELPER_DIR="+dir)
+		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("process %d: %v\n%s", i, err, outs[i])
+		}
+	}
+	res, err := gate(t, numeric.Options{CacheDir: dir}).Check(context.Background(), loadCase(t, denseCase).Workload, loadCase(t, denseCase).Program)
+	if err != nil || !res.KernelCached || !res.ReferenceCached {
+		t.Errorf("after the two processes: %+v, %v", res, err)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, "*.tmp*")); len(tmp) > 0 {
+		t.Errorf("temporary files left: %v", tmp)
 	}
 }

@@ -63,7 +63,10 @@ func Check(ctx context.Context, spec, traceJSON []byte, opts Options) *Verdict {
 
 // CheckTrace runs the phases replay, postproc and verify (up to
 // opts.Until) of trace tr on workload f, as TVM's search does with a
-// trace, and returns the verdict. f and tr are not modified.
+// trace, and returns the verdict. f and tr are not modified. With Until
+// numeric, a schedule that passes verify is lowered and run by the
+// numerical gate against f (kernels/numeric; docs/numeric-gate.md): the
+// verdict's phase is then numeric, with the gate's figures.
 //
 // A sketch (a trace without EnterPostproc, as the LM writes them) is
 // replayed, EnterPostproc is appended and the postprocessors run,

@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // cache is a directory of content-addressed entries: NAME holds the data,
@@ -128,7 +130,7 @@ func (cc *compiler) binary(ctx context.Context, c *cache, src string) (path stri
 	f.Close()
 	defer os.Remove(tmp)
 	args := append(append(append([]string{}, cc.flags...), "-x", "c", "-", "-o", tmp), cc.libs...)
-	cmd := exec.CommandContext(ctx, cc.path, args...)
+	cmd := command(ctx, cc.path, args...)
 	cmd.Stdin = strings.NewReader(src)
 	var stderr tailBuffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
@@ -146,6 +148,18 @@ func (cc *compiler) binary(ctx context.Context, c *cache, src string) (path stri
 		return "", false, err
 	}
 	return path, false, nil
+}
+
+// command returns the command of path with args in a process group of
+// its own: cancelling ctx kills the group (the compiler driver and the
+// cc1, as and ld it started, not just the driver), and so does the death
+// of this process (Pdeathsig).
+func command(ctx context.Context, path string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
 }
 
 // tailBuffer keeps the last tailMax bytes written to it.
@@ -177,7 +191,7 @@ func (t *tailBuffer) tail() string {
 // standard output. A failure is an *Error: its kind from the exit status
 // (see kernels/cgen's protocol), its message the tail of standard error.
 func run(ctx context.Context, what, path string, in []byte, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, path, args...)
+	cmd := command(ctx, path, args...)
 	cmd.Stdin = bytes.NewReader(in)
 	var out bytes.Buffer
 	var stderr tailBuffer

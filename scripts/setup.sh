@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 #   libtorch-dev, libopenblas0-openmp: the little dragon (gotch on libtorch, fast BLAS)
 #   g++: cgo compiles gotch's C++ bindings and dragonx's libtorch shim
 #   nginx: the remote-cache tests run a real WebDAV server on 127.0.0.1
-pkgs=(libtorch-dev libopenblas0-openmp g++ nginx)
+#   gcc: the numerical gate (kernels/numeric) compiles kernels with cc
+pkgs=(libtorch-dev libopenblas0-openmp g++ nginx gcc)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"dragonx/kernels/numeric"
 	"dragonx/kernels/trace"
 	"dragonx/kernels/verdict"
 )
@@ -18,7 +19,8 @@ const maxTraceBytes = 16 << 20
 const kernelApplyHelp = `kernel apply replays a MetaSchedule trace on a workload and prints the
 scheduled function as TVMScript.
 
-  kernel apply -workload W.json -trace T.json [-check static] [-json] [-repair] [-seed N] [-wellformed]
+  kernel apply -workload W.json -trace T.json [-check static|numeric] [-json] [-repair] [-seed N] [-wellformed]
+               [-rtol R] [-atol A] [-numeric-seed N] [-numeric-cache DIR]
 
 The workload is selected as for kernel show (-workload FILE, -spec JSON, or
 -family F -shape I); -trace names the trace (TVM's JSON, [insts, decisions];
@@ -44,16 +46,32 @@ trace (with EnterPostproc) is replayed up to EnterPostproc, the
 postprocessors run, and what they emit must be the recorded rest of the
 trace, else the check fails at the first instruction that differs.
 
+-check numeric runs the static check, then the numerical gate
+(docs/numeric-gate.md): the scheduled function is lowered to GPU kernels,
+written as C that serialises the threads of a block per barrier phase, with
+shared and local memory poisoned with NaN and every access bounds-checked,
+compiled with the system C compiler (cc) and run on seeded random inputs
+(-numeric-seed) with the threads of each phase in ascending and in
+descending order; both runs must agree bit for bit and match a float64
+reference of the workload within -rtol and -atol (default 1e-3, 2e-3; 0
+means the default).
+Compiled programs are cached by content in -numeric-cache (default
+$XDG_CACHE_HOME/dragonx/numeric or ~/.cache/dragonx/numeric).
+
 -json prints a one-line verdict instead of the function:
   {"ok":true,"phase":"replay","inst":-1,"error":"","ir_hash":"...",...}
 phase is the last phase reached (workload, parse, replay, and with -check
-static postproc, verify; later work adds numeric, latency), inst the index of
-the instruction at fault (-1 if none), ir_hash the structural hash of the
-scheduled function, postproc the postprocessor that rejected the schedule.
+static postproc, verify, with -check numeric numeric; later work adds
+latency), inst the index of the instruction at fault (-1 if none), ir_hash
+the structural hash of the scheduled function, postproc the postprocessor
+that rejected the schedule. The numeric phase adds max_abs_err, max_rel_err
+and compared (the number of output elements compared), and numeric_kind on
+a failure (race, nan, out-of-bounds, mismatch, lower, ...).
 -wellformed verifies the function after every instruction (slower).
 
-A schedule that fails (a bad workload, trace, replay, postprocessor or GPU
-limit) exits with status 1, after printing its verdict with -json.
+A schedule that fails (a bad workload, trace, replay, postprocessor, GPU
+limit or numerical gate) exits with status 1, after printing its verdict
+with -json.
 `
 
 func runKernelApply(ctx context.Context, e *env, args []string) error {
@@ -61,13 +79,18 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 	var tracePath, check string
 	var asJSON, repair, wellFormed bool
 	var seed int64
+	var nopts numeric.Options
 	fs := newFlagSet("kernel apply")
 	w.register(fs)
 	fs.StringVar(&tracePath, "trace", "", "trace `FILE` (TVM's JSON; - for standard input)")
 	fs.BoolVar(&asJSON, "json", false, "print a one-line JSON verdict instead of the function")
 	fs.BoolVar(&repair, "repair", false, "repair decisions that no longer fit, as TVM's replay does, and report each")
 	fs.Int64Var(&seed, "seed", 1, "seed of fresh samples for sampling instructions without a decision")
-	fs.StringVar(&check, "check", "", "`LEVEL` of the check: static (replay, postprocessors, GPU limits); without it, replay only")
+	fs.StringVar(&check, "check", "", "`LEVEL` of the check: static (replay, postprocessors, GPU limits) or numeric (static, then the numerical gate); without it, replay only")
+	fs.Float64Var(&nopts.RTol, "rtol", numeric.DefaultRTol, "relative tolerance of -check numeric")
+	fs.Float64Var(&nopts.ATol, "atol", numeric.DefaultATol, "absolute tolerance of -check numeric")
+	fs.Uint64Var(&nopts.Seed, "numeric-seed", 0, "seed of the random inputs of -check numeric")
+	fs.StringVar(&nopts.CacheDir, "numeric-cache", "", "`DIR` of compiled programs for -check numeric (default: the user cache directory's dragonx/numeric)")
 	fs.BoolVar(&wellFormed, "wellformed", false, "verify the function after every instruction")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -87,8 +110,14 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 	case "":
 	case "static":
 		opts.Until = verdict.PhaseVerify
+	case "numeric":
+		if nopts.RTol < 0 || nopts.ATol < 0 {
+			return usagef("-rtol %g, -atol %g: tolerances cannot be negative", nopts.RTol, nopts.ATol)
+		}
+		opts.Until = verdict.PhaseNumeric
+		opts.Numeric = nopts
 	default:
-		return usagef("-check %q: want static (numeric is not built yet)", check)
+		return usagef("-check %q: want static or numeric", check)
 	}
 	if tracePath == "-" && w.file == "-" {
 		return usagef("-workload and -trace cannot both read standard input")

@@ -2,10 +2,13 @@ package verdict
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"dragonx/kernels/ir"
+	"dragonx/kernels/lower"
+	"dragonx/kernels/numeric"
 	"dragonx/kernels/postproc"
 	"dragonx/kernels/trace"
 	"dragonx/kernels/workload"
@@ -19,9 +22,10 @@ const verifyName = "VerifyGPUCode"
 type Options struct {
 	// Until is the last phase to run: PhaseReplay (replay the whole trace
 	// literally, its postprocessors' part included, and stop), PhasePostproc
-	// (also run the postprocessors other than VerifyGPUCode) or PhaseVerify
-	// (the whole static check); "" means PhaseVerify. Any other value gives
-	// a failed verdict of phase workload, before any work.
+	// (also run the postprocessors other than VerifyGPUCode), PhaseVerify
+	// (the whole static check) or PhaseNumeric (the static check, then the
+	// numerical gate); "" means PhaseVerify. Any other value gives a failed
+	// verdict of phase workload, before any work.
 	Until Phase
 	// Postprocs are the postprocessors to run; nil means postproc.CUDA().
 	// Those named VerifyGPUCode run in phase verify, after the others (they
@@ -33,6 +37,13 @@ type Options struct {
 	Repair     bool
 	Seed       int64
 	WellFormed bool
+	// Numeric configures the numeric phase (kernels/numeric): its cache
+	// directory, the seed of its inputs, its tolerances (RTol, ATol; 0 means
+	// rtol 1e-3, atol 2e-3) and its C compiler. Used when Gate is nil.
+	Numeric numeric.Options
+	// Gate runs the numeric phase when set (share one across checks: it
+	// looks the compiler up once); nil means numeric.New(Numeric).
+	Gate *numeric.Gate
 }
 
 // Check runs the phases of a static check on a workload spec (a
@@ -52,7 +63,10 @@ func Check(ctx context.Context, spec, traceJSON []byte, opts Options) *Verdict {
 
 // CheckTrace runs the phases replay, postproc and verify (up to
 // opts.Until) of trace tr on workload f, as TVM's search does with a
-// trace, and returns the verdict. f and tr are not modified.
+// trace, and returns the verdict. f and tr are not modified. With Until
+// numeric, a schedule that passes verify is lowered and run by the
+// numerical gate against f (kernels/numeric; docs/numeric-gate.md): the
+// verdict's phase is then numeric, with the gate's figures.
 //
 // A sketch (a trace without EnterPostproc, as the LM writes them) is
 // replayed, EnterPostproc is appended and the postprocessors run,
@@ -84,9 +98,9 @@ func CheckTrace(ctx context.Context, f *ir.PrimFunc, tr *trace.Trace, opts Optio
 	switch until {
 	case "":
 		until = PhaseVerify
-	case PhaseReplay, PhasePostproc, PhaseVerify:
+	case PhaseReplay, PhasePostproc, PhaseVerify, PhaseNumeric:
 	default:
-		return Fail(PhaseWorkload, fmt.Errorf("kernels: verdict: Options.Until is %q, want %s, %s or %s", until, PhaseReplay, PhasePostproc, PhaseVerify))
+		return Fail(PhaseWorkload, fmt.Errorf("kernels: verdict: Options.Until is %q, want %s, %s, %s or %s", until, PhaseReplay, PhasePostproc, PhaseVerify, PhaseNumeric))
 	}
 	ropts := trace.Options{Repair: opts.Repair, Seed: opts.Seed, Check: opts.WellFormed}
 	if until == PhaseReplay {
@@ -138,7 +152,7 @@ func CheckTrace(ctx context.Context, f *ir.PrimFunc, tr *trace.Trace, opts Optio
 			return failAt(PhasePostproc, "", s, err)
 		}
 	}
-	if until == PhaseVerify {
+	if until == PhaseVerify || until == PhaseNumeric {
 		phase = PhaseVerify
 		for i, pp := range verify {
 			if err := postproc.Run(ctx, s, verify[i:i+1]); err != nil {
@@ -154,7 +168,45 @@ func CheckTrace(ctx context.Context, f *ir.PrimFunc, tr *trace.Trace, opts Optio
 	}
 	v.setHash(s.Func())
 	v.keep(s)
+	if until == PhaseNumeric {
+		phase = PhaseNumeric
+		v.Phase = PhaseNumeric
+		if err := checkNumeric(ctx, f, s.Func(), opts, v); err != nil {
+			v.OK, v.Error = false, err.Error()
+		}
+	}
 	return v
+}
+
+// checkNumeric runs the numeric phase on the scheduled function g of
+// workload f: lowering (kernels/lower), then the gate. It fills the
+// figures of v (on a pass or a mismatch) and returns the failure.
+func checkNumeric(ctx context.Context, f, g *ir.PrimFunc, opts Options, v *Verdict) error {
+	gate := opts.Gate
+	if gate == nil {
+		var err error
+		if gate, err = numeric.New(opts.Numeric); err != nil {
+			return fmt.Errorf("kernels: %w", err)
+		}
+	}
+	p, err := lower.Lower(ctx, g)
+	if err != nil {
+		v.NumericKind = "lower"
+		return fmt.Errorf("kernels: %w", err)
+	}
+	res, err := gate.Check(ctx, f, p)
+	var ge *numeric.Error
+	if errors.As(err, &ge) {
+		v.NumericKind = string(ge.Kind)
+		res = ge.Result
+	}
+	if res != nil {
+		v.setFigures(res)
+	}
+	if err != nil {
+		return fmt.Errorf("kernels: %w", err)
+	}
+	return nil
 }
 
 // failAt returns the failed verdict of a phase after replay: err from

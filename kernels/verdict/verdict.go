@@ -15,12 +15,20 @@
 //	postproc  the postprocessors run after EnterPostproc (kernels/postproc);
 //	          a full trace's recorded part must be what they emit
 //	verify    VerifyGPUCode checks the GPU limits
+//	numeric   the scheduled function is lowered (kernels/lower) and run by
+//	          the numerical gate (kernels/numeric): C with a GPU's
+//	          semantics, compiled with cc, on seeded random inputs, in two
+//	          thread orders, against a float64 reference
 //
-// Check and CheckTrace run them: the static check that search, RL and
-// bench call (never the CLI). Later work appends phases after verify (in
-// this order: numeric, latency) with their own fields, so a consumer must
-// accept phases and fields it does not know. Every field added later must
-// be optional (omitempty), and the five fields below never change meaning.
+// Check and CheckTrace run them: the static check (up to verify, the
+// default) that search, RL and bench call (never the CLI), and the numeric
+// phase when Options.Until is PhaseNumeric. Later work appends phases
+// after numeric (latency) with their own fields, so a consumer must accept
+// phases and fields it does not know. Every field added later must be
+// optional (omitempty), and the five fields below never change meaning.
+// The numeric phase adds max_abs_err, max_rel_err and compared (on a pass
+// and on a mismatch) and numeric_kind (on a failure: lower, or a
+// kernels/numeric Kind such as race, nan, out-of-bounds, mismatch).
 //
 // # Speed
 //
@@ -39,8 +47,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"dragonx/kernels/ir"
+	"dragonx/kernels/numeric"
 	"dragonx/kernels/trace"
 )
 
@@ -54,6 +64,7 @@ const (
 	PhaseReplay   Phase = "replay"
 	PhasePostproc Phase = "postproc"
 	PhaseVerify   Phase = "verify"
+	PhaseNumeric  Phase = "numeric"
 )
 
 // Verdict is the outcome. The JSON field order is fixed: ok, phase, inst,
@@ -83,6 +94,17 @@ type Verdict struct {
 	// Postproc is the name of the postprocessor that rejected the
 	// schedule (RewriteCooperativeFetch, VerifyGPUCode).
 	Postproc string `json:"postproc,omitempty"`
+
+	// MaxAbsErr, MaxRelErr and Compared are the numeric phase's figures
+	// (kernels/numeric.Result), set when it compared the outputs with the
+	// reference: on a pass or a mismatch.
+	MaxAbsErr *float64 `json:"max_abs_err,omitempty"`
+	MaxRelErr *float64 `json:"max_rel_err,omitempty"`
+	Compared  int64    `json:"compared,omitempty"`
+	// NumericKind is the class of a numeric failure: "lower" (the
+	// scheduled function does not lower) or a kernels/numeric Kind (race,
+	// nan, out-of-bounds, mismatch, ...).
+	NumericKind string `json:"numeric_kind,omitempty"`
 
 	trace *trace.Trace
 	fn    *ir.PrimFunc
@@ -130,6 +152,20 @@ func FromReplay(s *trace.Session, err error) *Verdict {
 		}
 	}
 	return v
+}
+
+// setFigures records the numeric figures of res (those that JSON can
+// carry: an infinite error, a kernel that overflowed, is left out).
+func (v *Verdict) setFigures(res *numeric.Result) {
+	if !math.IsInf(res.MaxAbsErr, 0) && !math.IsNaN(res.MaxAbsErr) {
+		a := res.MaxAbsErr
+		v.MaxAbsErr = &a
+	}
+	if !math.IsInf(res.MaxRelErr, 0) && !math.IsNaN(res.MaxRelErr) {
+		r := res.MaxRelErr
+		v.MaxRelErr = &r
+	}
+	v.Compared = res.Compared
 }
 
 // Hash is the IRHash of f.

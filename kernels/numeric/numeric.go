@@ -1,0 +1,348 @@
+// Package numeric is the numerical gate: it tells a lowered kernel program
+// (kernels/lower) that computes its workload from one that does not, by
+// running it on the CPU with a GPU's semantics and comparing with a naive
+// reference.
+//
+// Check writes the program's C and the workload's float64 reference C
+// (kernels/cgen), compiles both with the system C compiler (cc -O3), runs
+// the kernel twice, with the threads of every barrier phase in ascending
+// and in descending order, and the reference once, all three at the same
+// time, on the same seeded random inputs (interp.RandomArgs: float32 in
+// [-1, 1), widened for the reference). It fails, with an *Error of a
+// Kind, when:
+//
+//   - the C cannot be generated (unsupported) or compiled (compile);
+//   - the kernel reads or writes outside a buffer (out-of-bounds: kernel,
+//     buffer and index named), or its threads do not meet at the same
+//     barriers (divergent-barrier);
+//   - the two thread orders give outputs that differ in any bit (race);
+//   - an output holds NaN (nan: the kernel read poisoned memory, shared,
+//     local or a global intermediate never written, or left an output
+//     element unwritten);
+//   - an element differs from the reference by more than atol + rtol *
+//     |reference| (mismatch; defaults rtol 1e-3, atol 2e-3, numpy's
+//     allclose rule, as MetaSchedule validates);
+//   - the program fails otherwise (run) or the reference is not finite
+//     (reference: the inputs are outside the workload's domain).
+//
+// A passing check returns the largest absolute and relative errors and the
+// number of elements compared (the mismatch error carries them too).
+//
+// # Cache
+//
+// Compiled programs are cached by content: the key is the SHA-256 of the C
+// source, the compiler's identity (its path and --version output) and the
+// flags. The reference's outputs are cached too, by the SHA-256 of its
+// source (which the workload determines), the compiler, the flags and the
+// seed, so a search that checks many schedules of one workload runs the
+// reference once. The directory is Options.CacheDir, by default
+// os.UserCacheDir()/dragonx/numeric. Entries are written to a temporary
+// file and renamed, with a checksum file beside each: two processes may
+// share the directory, and an entry that does not match its checksum
+// (truncated, corrupt) is rebuilt, not trusted. Nothing is ever evicted:
+// remove the directory to reclaim the space.
+//
+// Cancelling the context kills the compiler and the programs.
+package numeric
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"dragonx/kernels/cgen"
+	"dragonx/kernels/interp"
+	"dragonx/kernels/ir"
+	"dragonx/kernels/lower"
+)
+
+// Default tolerances (MetaSchedule's validation).
+const (
+	DefaultRTol = 1e-3
+	DefaultATol = 2e-3
+)
+
+// DefaultFlags are the C compiler's flags when Options.Flags is nil. -O3
+// vectorizes the kernels' inner loops (without reassociating: results are
+// those of the source's order) and runs them several times faster than -O2
+// for about 0.05 s more compilation; see docs/numeric-gate.md.
+var DefaultFlags = []string{"-O3", "-fno-math-errno", "-w"}
+
+// Options configure a Gate. The zero value is the default.
+type Options struct {
+	// CacheDir is the cache directory; "" means
+	// os.UserCacheDir()/dragonx/numeric.
+	CacheDir string
+	// CC is the C compiler; "" means "cc".
+	CC string
+	// Flags are the compiler's flags; nil means DefaultFlags.
+	Flags []string
+	// Seed seeds the random inputs.
+	Seed uint64
+	// RTol and ATol are the tolerances; 0 means DefaultRTol, DefaultATol.
+	RTol, ATol float64
+}
+
+// Kind is the class of a gate failure.
+type Kind string
+
+// The kinds of failure.
+const (
+	KindUnsupported      Kind = "unsupported"
+	KindCompile          Kind = "compile"
+	KindRun              Kind = "run"
+	KindOutOfBounds      Kind = "out-of-bounds"
+	KindDivergentBarrier Kind = "divergent-barrier"
+	KindRace             Kind = "race"
+	KindNaN              Kind = "nan"
+	KindMismatch         Kind = "mismatch"
+	KindReference        Kind = "reference"
+)
+
+// Error is a failure of the gate: the program is wrong (or cannot be run).
+type Error struct {
+	Kind Kind
+	Msg  string
+	// Result holds the comparison's figures for a mismatch (nil
+	// otherwise).
+	Result *Result
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("numeric: %s: %s", e.Kind, e.Msg) }
+
+// Result is the outcome of a passing check (or the figures of a
+// mismatch).
+type Result struct {
+	// MaxAbsErr and MaxRelErr are the largest |got - want| and
+	// |got - want| / |want| over the elements compared (the relative error
+	// over those whose reference is not 0: always finite).
+	MaxAbsErr, MaxRelErr float64
+	// Compared is the number of output elements compared.
+	Compared int64
+	// KernelCached and ReferenceCached say whether the kernel binary and
+	// the reference's outputs came from the cache.
+	KernelCached, ReferenceCached bool
+}
+
+// Gate runs checks; it is safe for concurrent use.
+type Gate struct {
+	opts  Options
+	cache *cache
+	once  sync.Once
+	cc    *compiler
+	ccErr error
+}
+
+// New returns a gate with options opts.
+func New(opts Options) (*Gate, error) {
+	if opts.CacheDir == "" {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			return nil, fmt.Errorf("numeric: no cache directory: %w (set Options.CacheDir)", err)
+		}
+		opts.CacheDir = filepath.Join(d, "dragonx", "numeric")
+	}
+	if opts.CC == "" {
+		opts.CC = "cc"
+	}
+	if opts.Flags == nil {
+		opts.Flags = DefaultFlags
+	}
+	if opts.RTol == 0 {
+		opts.RTol = DefaultRTol
+	}
+	if opts.ATol == 0 {
+		opts.ATol = DefaultATol
+	}
+	if opts.RTol < 0 || opts.ATol < 0 || math.IsNaN(opts.RTol) || math.IsNaN(opts.ATol) {
+		return nil, fmt.Errorf("numeric: tolerances rtol %g, atol %g: want non-negative numbers", opts.RTol, opts.ATol)
+	}
+	return &Gate{opts: opts, cache: &cache{dir: opts.CacheDir}}, nil
+}
+
+// Options returns the gate's options, defaults filled in.
+func (g *Gate) Options() Options { return g.opts }
+
+func (g *Gate) compiler(ctx context.Context) (*compiler, error) {
+	g.once.Do(func() { g.cc, g.ccErr = newCompiler(ctx, g.opts.CC, g.opts.Flags) })
+	return g.cc, g.ccErr
+}
+
+// Check runs program p, a lowering of a schedule of workload f (same
+// parameters, in order), and compares it with f's reference. A nil error
+// means it passed; a failure is an *Error (see the package doc), any other
+// error a failure of the gate itself (no compiler, cancelled).
+func (g *Gate) Check(ctx context.Context, f *ir.PrimFunc, p *lower.Program) (*Result, error) {
+	if f == nil || p == nil {
+		return nil, errors.New("numeric: no workload or no program")
+	}
+	if len(f.Params) != len(p.Params) {
+		return nil, &Error{Kind: KindUnsupported, Msg: fmt.Sprintf("the program has %d parameters, the workload %d", len(p.Params), len(f.Params))}
+	}
+	outputs := cgen.Outputs(f)
+	ksrc, err := cgen.Kernel(p, outputs)
+	if err != nil {
+		return nil, &Error{Kind: KindUnsupported, Msg: err.Error()}
+	}
+	rsrc, err := cgen.Reference(f)
+	if err != nil {
+		return nil, &Error{Kind: KindUnsupported, Msg: err.Error()}
+	}
+	cc, err := g.compiler(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var outSizes []int64
+	var outNames []string
+	for i, b := range f.Params {
+		if outputs[i] {
+			outSizes = append(outSizes, b.NumElements())
+			outNames = append(outNames, b.Name())
+		}
+	}
+	in := inputBytes(f, outputs, g.opts.Seed)
+
+	res := &Result{}
+	var asc, desc, ref []byte
+	grp, gctx := errgroup.WithContext(ctx)
+	grp.Go(func() error {
+		bin, cached, err := cc.binary(gctx, g.cache, ksrc)
+		if err != nil {
+			return err
+		}
+		res.KernelCached = cached
+		var sub errgroup.Group
+		sub.Go(func() (err error) { asc, err = run(gctx, "kernel", bin, in, "asc"); return })
+		sub.Go(func() (err error) { desc, err = run(gctx, "kernel", bin, in, "desc"); return })
+		return sub.Wait()
+	})
+	grp.Go(func() (err error) {
+		ref, res.ReferenceCached, err = g.reference(gctx, cc, rsrc, in)
+		return err
+	})
+	if err := grp.Wait(); err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, n := range outSizes {
+		total += n
+	}
+	if int64(len(asc)) != 4*total || int64(len(desc)) != 4*total {
+		return nil, &Error{Kind: KindRun, Msg: fmt.Sprintf("kernel wrote %d and %d bytes, want %d", len(asc), len(desc), 4*total)}
+	}
+	if int64(len(ref)) != 8*total {
+		return nil, &Error{Kind: KindRun, Msg: fmt.Sprintf("reference wrote %d bytes, want %d", len(ref), 8*total)}
+	}
+	if i := firstDiff(asc, desc); i >= 0 {
+		b, j := locate(outNames, outSizes, int64(i/4))
+		a := math.Float32frombits(binary.NativeEndian.Uint32(asc[i/4*4:]))
+		d := math.Float32frombits(binary.NativeEndian.Uint32(desc[i/4*4:]))
+		return nil, &Error{Kind: KindRace, Msg: fmt.Sprintf("the thread orders disagree: %s[%d] is %g with the threads of each phase in ascending order, %g in descending order (a race within a barrier phase)", b, j, a, d)}
+	}
+	rtol, atol := g.opts.RTol, g.opts.ATol
+	var firstBad int64 = -1
+	var bad int64
+	for e := range total {
+		got := float64(math.Float32frombits(binary.NativeEndian.Uint32(asc[4*e:])))
+		want := math.Float64frombits(binary.NativeEndian.Uint64(ref[8*e:]))
+		if math.IsNaN(want) || math.IsInf(want, 0) {
+			b, j := locate(outNames, outSizes, e)
+			return nil, &Error{Kind: KindReference, Msg: fmt.Sprintf("the reference gives %g at %s[%d]: the inputs are outside the workload's domain", want, b, j)}
+		}
+		if math.IsNaN(got) {
+			b, j := locate(outNames, outSizes, e)
+			return nil, &Error{Kind: KindNaN, Msg: fmt.Sprintf("%s[%d] is NaN: the kernel reads uninitialised (poisoned) memory or leaves the element unwritten", b, j)}
+		}
+		d := math.Abs(got - want)
+		res.MaxAbsErr = max(res.MaxAbsErr, d)
+		if want != 0 {
+			res.MaxRelErr = max(res.MaxRelErr, d/math.Abs(want))
+		}
+		if !(d <= atol+rtol*math.Abs(want)) {
+			if firstBad < 0 {
+				firstBad = e
+			}
+			bad++
+		}
+	}
+	res.Compared = total
+	if bad > 0 {
+		b, j := locate(outNames, outSizes, firstBad)
+		got := math.Float32frombits(binary.NativeEndian.Uint32(asc[4*firstBad:]))
+		want := math.Float64frombits(binary.NativeEndian.Uint64(ref[8*firstBad:]))
+		return nil, &Error{Kind: KindMismatch, Result: res, Msg: fmt.Sprintf("%d of %d elements differ from the reference beyond rtol %g, atol %g; first %s[%d]: got %g, want %g (max abs err %g, max rel err %g)", bad, total, rtol, atol, b, j, got, want, res.MaxAbsErr, res.MaxRelErr)}
+	}
+	return res, nil
+}
+
+// reference returns the reference's outputs (float64), cached by source,
+// compiler, flags and seed.
+func (g *Gate) reference(ctx context.Context, cc *compiler, src string, in []byte) ([]byte, bool, error) {
+	name := key("ref", src, cc.id, strings.Join(cc.flags, "\x00"), fmt.Sprint(g.opts.Seed)) + ".out"
+	if out := g.cache.get(name); out != nil {
+		return out, true, nil
+	}
+	bin, _, err := cc.binary(ctx, g.cache, src)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := run(ctx, "reference", bin, in)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := g.cache.put(name, out, 0o644); err != nil {
+		return nil, false, err
+	}
+	return out, false, nil
+}
+
+// inputBytes returns the inputs of f (the parameters not written), seeded
+// random float32 values, in parameter order, native byte order.
+func inputBytes(f *ir.PrimFunc, outputs []bool, seed uint64) []byte {
+	args := interp.RandomArgs(f, seed)
+	n := 0
+	for i, a := range args {
+		if !outputs[i] {
+			n += 4 * len(a)
+		}
+	}
+	out := make([]byte, 0, n)
+	for i, a := range args {
+		if outputs[i] {
+			continue
+		}
+		for _, v := range a {
+			out = binary.NativeEndian.AppendUint32(out, math.Float32bits(v))
+		}
+	}
+	return out
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// locate turns an element index of the concatenated outputs into a buffer
+// name and an index in it.
+func locate(names []string, sizes []int64, e int64) (string, int64) {
+	for i, n := range sizes {
+		if e < n {
+			return names[i], e
+		}
+		e -= n
+	}
+	return "?", e
+}

@@ -1,0 +1,235 @@
+package numeric_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"dragonx/kernels/internal/gatecases"
+	"dragonx/kernels/numeric"
+)
+
+const (
+	denseCase = "../trace/testdata/tvm-traces/cuda-dense-nt-128"
+	c2dCase   = "../verdict/testdata/c2d-1x56x56x64-64-k3s1p1"
+)
+
+func gate(t testing.TB, opts numeric.Options) *numeric.Gate {
+	t.Helper()
+	if opts.CacheDir == "" {
+		opts.CacheDir = t.TempDir()
+	}
+	g, err := numeric.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func loadCase(t testing.TB, dir string) *gatecases.Case {
+	t.Helper()
+	c, err := gatecases.Dir(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestPasses(t *testing.T) {
+	g := gate(t, numeric.Options{})
+	for _, dir := range []string{denseCase, c2dCase} {
+		c := loadCase(t, dir)
+		res, err := g.Check(context.Background(), c.Workload, c.Program)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		t.Logf("%s: %+v", dir, res)
+	}
+}
+
+func TestCacheReuseAndCorruption(t *testing.T) {
+	dir := t.TempDir()
+	c := loadCase(t, denseCase)
+	ctx := context.Background()
+	g := gate(t, numeric.Options{CacheDir: dir})
+	res, err := g.Check(ctx, c.Workload, c.Program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.KernelCached || res.ReferenceCached {
+		t.Fatalf("first check used the cache: %+v", res)
+	}
+	// A second gate (a second process) on the same directory reuses both.
+	res2, err := gate(t, numeric.Options{CacheDir: dir}).Check(ctx, c.Workload, c.Program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res2.KernelCached || !res2.ReferenceCached || res2.MaxAbsErr != res.MaxAbsErr {
+		t.Fatalf("second check: %+v, first %+v", res2, res)
+	}
+	// Truncate every entry: each is rebuilt, not trusted.
+	entries, err := filepath.Glob(filepath.Join(dir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if strings.HasSuffix(e, ".bin") || strings.HasSuffix(e, ".out") {
+			data, err := os.ReadFile(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(e, data[:len(data)/2], 0o755); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	if n != 3 { // kernel, reference binary, reference output
+		t.Fatalf("%d entries in the cache, want 3: %v", n, entries)
+	}
+	res3, err := gate(t, numeric.Options{CacheDir: dir}).Check(ctx, c.Workload, c.Program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res3.KernelCached || res3.ReferenceCached || res3.MaxAbsErr != res.MaxAbsErr {
+		t.Fatalf("after truncation: %+v", res3)
+	}
+	// Another seed: the reference's outputs are not reused.
+	res4, err := gate(t, numeric.Options{CacheDir: dir, Seed: 9}).Check(ctx, c.Workload, c.Program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res4.KernelCached || res4.ReferenceCached {
+		t.Fatalf("seed 9: %+v", res4)
+	}
+}
+
+// TestConcurrentGates: gates sharing a cache directory fill it at the same
+// time without harm.
+func TestConcurrentGates(t *testing.T) {
+	dir := t.TempDir()
+	c := loadCase(t, denseCase)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = gate(t, numeric.Options{CacheDir: dir}).Check(context.Background(), c.Workload, c.Program)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	tmp, _ := filepath.Glob(filepath.Join(dir, "*.tmp*"))
+	if len(tmp) > 0 {
+		t.Errorf("temporary files left: %v", tmp)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	c := loadCase(t, c2dCase)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := gate(t, numeric.Options{}).Check(ctx, c.Workload, c.Program)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the context's deadline", err)
+	}
+	if d := time.Since(start); d > 10*time.Second { // generous: the machine is shared
+		t.Errorf("cancelled check returned after %v", d)
+	}
+}
+
+func TestCompilerErrors(t *testing.T) {
+	c := loadCase(t, denseCase)
+	ctx := context.Background()
+	_, err := gate(t, numeric.Options{CC: "dragonx-no-such-cc"}).Check(ctx, c.Workload, c.Program)
+	if err == nil || !strings.Contains(err.Error(), "dragonx-no-such-cc") {
+		t.Errorf("missing compiler: %v", err)
+	}
+	_, err = gate(t, numeric.Options{Flags: []string{"-fdragonx-no-such-flag"}}).Check(ctx, c.Workload, c.Program)
+	var ge *numeric.Error
+	if !errors.As(err, &ge) || ge.Kind != numeric.KindCompile || !strings.Contains(err.Error(), "dragonx-no-such-flag") {
+		t.Errorf("bad flag: %v, want a compile error quoting the compiler", err)
+	}
+}
+
+func TestTolerances(t *testing.T) {
+	c := loadCase(t, denseCase)
+	_, err := gate(t, numeric.Options{RTol: 1e-12, ATol: 1e-12}).Check(context.Background(), c.Workload, c.Program)
+	var ge *numeric.Error
+	if !errors.As(err, &ge) || ge.Kind != numeric.KindMismatch || ge.Result == nil || ge.Result.Compared != 128*128 || ge.Result.MaxAbsErr == 0 {
+		t.Fatalf("got %v, want a mismatch with figures", err)
+	}
+	if !strings.Contains(err.Error(), "first T_matmul_NT[") {
+		t.Errorf("%v does not name the first bad element", err)
+	}
+	if _, err := numeric.New(numeric.Options{RTol: -1}); err == nil {
+		t.Error("a negative tolerance is accepted")
+	}
+}
+
+// TestMoreCases: schedules with several kernels, global intermediates
+// between them and cross-thread reductions pass.
+func TestMoreCases(t *testing.T) {
+	g := gate(t, numeric.Options{})
+	for _, dir := range []string{
+		"../trace/testdata/tvm-traces/cuda-winograd-nhwc-56x56x64-add-relu",
+		"../trace/testdata/tvm-space-cuda/cbr-0",
+		"../trace/testdata/tvm-space-cuda/nrm-0",
+		"../trace/testdata/tvm-space-cuda/sfm-0",
+		"../trace/testdata/tvm-trace-apply/dense-add-gpu",
+	} {
+		c := loadCase(t, dir)
+		if _, err := g.Check(context.Background(), c.Workload, c.Program); err != nil {
+			t.Errorf("%s: %v", dir, err)
+		}
+	}
+}
+
+// TestTwoProcesses: two processes (this test binary, re-run as a helper)
+// check the same program on one empty cache directory at the same time;
+// both pass and the directory holds complete entries only.
+func TestTwoProcesses(t *testing.T) {
+	if dir := os.Getenv("DRAGONX_NUMERIC_HELPER_DIR"); dir != "" {
+		c := loadCase(t, denseCase)
+		if _, err := gate(t, numeric.Options{CacheDir: dir}).Check(context.Background(), c.Workload, c.Program); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	dir := t.TempDir()
+	var cmds []*exec.Cmd
+	outs := make([]*strings.Builder, 2)
+	for i := range outs {
+		outs[i] = &strings.Builder{}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestTwoProcesses$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "DRAGONX_NUMERIC_HELPER_DIR="+dir)
+		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("process %d: %v\n%s", i, err, outs[i])
+		}
+	}
+	res, err := gate(t, numeric.Options{CacheDir: dir}).Check(context.Background(), loadCase(t, denseCase).Workload, loadCase(t, denseCase).Program)
+	if err != nil || !res.KernelCached || !res.ReferenceCached {
+		t.Errorf("after the two processes: %+v, %v", res, err)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, "*.tmp*")); len(tmp) > 0 {
+		t.Errorf("temporary files left: %v", tmp)
+	}
+}

@@ -85,4 +85,3 @@ func TestRoundTripSamples(t *testing.T) {
 		})
 	}
 }
-

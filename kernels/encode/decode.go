@@ -15,7 +15,7 @@ import (
 type Options struct {
 	// Postprocs run after a script's final EnterPostproc; nil means
 	// postproc.CUDA(), which is what the sampler and the tuning database
-	// run.
+	// run; an empty slice runs none.
 	Postprocs []postproc.Postproc
 	// Check verifies the function after every instruction (slow; for
 	// tests): trace.Options.Check.

@@ -1,6 +1,7 @@
 package encode
 
 import (
+	"flag"
 	"context"
 	"testing"
 
@@ -9,6 +10,8 @@ import (
 	"dragonx/kernels/verdict"
 	"dragonx/kernels/workload"
 )
+
+var drawsFlag = flag.Int("draws", 24, "draws per benchmark shape in TestRoundTripSamples")
 
 func benchFunc(t testing.TB, family string, index int) *ir.PrimFunc {
 	t.Helper()
@@ -44,7 +47,7 @@ func draws(t testing.TB, f *ir.PrimFunc, seed int64, count int) []*sample.Sample
 // one encoding of that trace. Draws rejected during replay do not replay,
 // so their scripts must fail to decode.
 func TestRoundTripSamples(t *testing.T) {
-	count := 24
+	count := *drawsFlag
 	if testing.Short() {
 		count = 2
 	}
@@ -55,8 +58,11 @@ func TestRoundTripSamples(t *testing.T) {
 		}
 		t.Run(b.Name(), func(t *testing.T) {
 			f := benchFunc(t, b.Family, b.Index)
-			var decoded, failed int
-			defer func() { t.Logf("%d draws decoded back, %d rejected in replay", decoded, failed) }()
+			var full, prefix, failed int
+			defer func() {
+				t.Logf("%d draws: %d accepted decode to the full trace, %d rejected by a postprocessor to the prefix, %d rejected in replay fail to decode",
+					count, full, prefix, failed)
+			}()
 			for _, s := range draws(t, f, 11, count) {
 				script, err := Encode(f, s.Trace)
 				if err != nil {
@@ -80,7 +86,11 @@ func TestRoundTripSamples(t *testing.T) {
 				if err != nil || string(again) != string(script) {
 					t.Fatalf("draw %d: encode(decode(s)) != s: %v", s.Index, err)
 				}
-				decoded++
+				if s.OK() {
+					full++
+				} else {
+					prefix++
+				}
 			}
 		})
 	}

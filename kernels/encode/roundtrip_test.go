@@ -1,8 +1,8 @@
 package encode
 
 import (
-	"flag"
 	"context"
+	"flag"
 	"testing"
 
 	"dragonx/kernels/ir"

@@ -1,6 +1,7 @@
 // Package encode writes and reads the compact, lossless text forms that
 // dragonx's language model reads and writes (docs/encoding.md): the
-// script text of a MetaSchedule trace.
+// script text of a MetaSchedule trace, the kernel text of an unscheduled
+// workload, and the prompt form that joins them.
 //
 // Encode writes a trace's script: its instructions up to EnterPostproc,
 // outputs left out (the replay names them), random variables referred to
@@ -18,4 +19,12 @@
 // Lossless encodes and checks the round trip. Encoding is generic over
 // instruction kinds and attributes: a kind registered in kernels/trace is
 // written and decoded without any change here.
+//
+// Kernel writes an unscheduled function as lines in pre-order (blocks with
+// their iter vars, allocations, stores with their access indices and
+// compute expressions in prefix notation), leaving out what ParseKernel
+// rebuilds (the loop grid of each block, regions the body accesses);
+// ParseKernel gives back the same function, ir.Hash included. Prompt
+// joins a kernel text, an existing script and its latency bucket, and a
+// target script.
 package encode

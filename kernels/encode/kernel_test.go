@@ -2,6 +2,8 @@ package encode
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -91,4 +93,42 @@ func FuzzParseKernel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text []byte) {
 		checkParseKernel(t, text)
 	})
+}
+
+// TestKernelRoundTripSpecs: the kernel text of every workload spec in the
+// kernels testdata (custom modules, Winograd, the workloads of recorded
+// TVM traces) rebuilds its function.
+func TestKernelRoundTripSpecs(t *testing.T) {
+	paths, err := filepath.Glob("../*/testdata/*/*/workload.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no workload specs found (%v)", err)
+	}
+	seen := map[uint64]bool{}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := workload.Build(data)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		h := ir.Hash(f)
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		text, err := Kernel(f)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		g, err := ParseKernel(text)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", path, err, text)
+		}
+		if d := ir.Diff(f, g); d != "" || ir.Hash(g) != h {
+			t.Fatalf("%s: rebuilt function differs: %s", path, d)
+		}
+	}
+	t.Logf("%d specs, %d distinct functions", len(paths), len(seen))
 }

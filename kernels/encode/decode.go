@@ -215,3 +215,56 @@ func firstInstDifference(want, have *trace.Trace) string {
 	}
 	return "the decisions differ"
 }
+
+// Decoder applies a script one line at a time, as a constrained decoder
+// does while a script is being written. A line that fails leaves the
+// decoder broken: every later call returns the same error.
+type Decoder struct {
+	blocks []string
+	d      decoder
+	line   int
+	err    error
+}
+
+// NewDecoder starts decoding a script on a fresh schedule of f.
+func NewDecoder(f *ir.PrimFunc, opts Options) *Decoder {
+	blocks := ir.Blocks(f)
+	names := make([]string, len(blocks))
+	for i, b := range blocks {
+		names[i] = b.Name
+	}
+	return &Decoder{blocks: names, d: decoder{s: trace.NewSession(f, trace.Options{Check: opts.Check})}}
+}
+
+// Line applies one line of a script: an instruction and its newline.
+func (d *Decoder) Line(line []byte) error {
+	if d.err != nil {
+		return d.err
+	}
+	insts, err := parseScript(line, d.blocks)
+	if err == nil && len(insts) != 1 {
+		err = fmt.Errorf("%w: want one line, got %d", ErrSyntax, len(insts))
+	}
+	if err == nil {
+		insts[0].line = d.line + 1
+		_, err = d.d.emit(&insts[0])
+	}
+	if err != nil {
+		d.err = fmt.Errorf("decode: %w", err)
+		return d.err
+	}
+	d.line++
+	return nil
+}
+
+// Session returns the session the lines were applied to.
+func (d *Decoder) Session() *trace.Session { return d.d.s }
+
+// Fork returns an independent copy of the decoder.
+func (d *Decoder) Fork() *Decoder {
+	n := &Decoder{blocks: d.blocks, line: d.line, err: d.err, d: decoder{s: d.d.s.Fork()}}
+	for i := range d.d.names {
+		n.d.names[i] = append([]string(nil), d.d.names[i]...)
+	}
+	return n
+}

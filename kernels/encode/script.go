@@ -62,11 +62,25 @@ func blockNames(f *ir.PrimFunc) map[string]int {
 // the instruction that uses its outputs (docs/encoding.md). It checks the
 // syntax only: Lossless also checks that the script decodes back to t.
 func Encode(f *ir.PrimFunc, t *trace.Trace) ([]byte, error) {
+	script, _, err := EncodeSpans(f, t)
+	return script, err
+}
+
+// Span locates the decision of instruction Inst in a script: bytes
+// [Start, End).
+type Span struct {
+	Inst       int
+	Start, End int
+}
+
+// EncodeSpans is Encode, and where each decision is written in the
+// script, in script order.
+func EncodeSpans(f *ir.PrimFunc, t *trace.Trace) ([]byte, []Span, error) {
 	// Values as the JSON reads them back: a float that prints as an
 	// integer is an integer, so that a script is a function of the JSON.
 	tc, err := trace.Parse(t.AppendJSON(nil))
 	if err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
+		return nil, nil, fmt.Errorf("encode: %w", err)
 	}
 	e := &encoder{blocks: blockNames(f), names: map[string]ref{}}
 	n := len(tc.Insts)
@@ -84,7 +98,7 @@ func Encode(f *ir.PrimFunc, t *trace.Trace) ([]byte, error) {
 	for i := 0; i < n; i++ {
 		in := insts[i]
 		if err := isKind(in.Kind); err != nil {
-			return nil, fmt.Errorf("encode: inst %d: %w", i, err)
+			return nil, nil, fmt.Errorf("encode: inst %d: %w", i, err)
 		}
 		var inline *trace.Inst
 		run := -1
@@ -97,11 +111,11 @@ func Encode(f *ir.PrimFunc, t *trace.Trace) ([]byte, error) {
 			continue
 		}
 		if err := e.inst(in, i, inline, run); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		e.buf.WriteByte('\n')
 	}
-	return e.buf.Bytes(), nil
+	return e.buf.Bytes(), e.spans, nil
 }
 
 type encoder struct {
@@ -111,6 +125,7 @@ type encoder struct {
 	counts    [3]int
 	decisions []*trace.Value
 	inlined   []bool // by instruction: written inside the next one
+	spans     []Span
 }
 
 // canInline reports (and records) whether instruction i is written
@@ -212,9 +227,11 @@ func (e *encoder) inst(in trace.Inst, i int, inline *trace.Inst, run int) error 
 	}
 	if d := e.decisions[i]; d != nil {
 		e.buf.WriteString(" = ")
+		start := e.buf.Len()
 		if err := e.attr(*d, 0); err != nil {
 			return fmt.Errorf("encode: inst %d %s: decision: %w", i, in.Kind, err)
 		}
+		e.spans = append(e.spans, Span{Inst: i, Start: start, End: e.buf.Len()})
 	}
 	for k, o := range in.Outputs {
 		typ, ok := rvTypeOf(o)

@@ -217,8 +217,10 @@ func firstInstDifference(want, have *trace.Trace) string {
 }
 
 // Decoder applies a script one line at a time, as a constrained decoder
-// does while a script is being written. A line that fails leaves the
-// decoder broken: every later call returns the same error.
+// does while a script is being written. It neither runs the
+// postprocessors nor checks that the script is canonical: Decode does,
+// on a whole script. A line that fails leaves the decoder broken: every
+// later call returns the same error.
 type Decoder struct {
 	blocks []string
 	d      decoder

@@ -188,7 +188,7 @@ func (p *kparser) function() (*ir.PrimFunc, error) {
 		return nil, err
 	}
 	for p.ln < len(p.lines) && len(p.lines[p.ln]) > 0 && p.lines[p.ln][0] == "param" {
-		p.line()
+		p.line() // cannot fail: the line exists and starts with "param"
 		b, err := p.buffer()
 		if err != nil {
 			return nil, err
@@ -521,7 +521,7 @@ func (p *kparser) block() (*ir.Block, error) {
 		if kw != "alloc" && kw != "reads" && kw != "writes" && kw != "ann" && kw != "init" {
 			break
 		}
-		p.line()
+		p.line() // cannot fail: the line exists and starts with kw
 		switch kw {
 		case "alloc":
 			a, err := p.buffer()

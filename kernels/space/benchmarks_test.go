@@ -9,8 +9,8 @@ import (
 	"dragonx/kernels/workload"
 )
 
-// TestGenerateBenchmarks generates the MultiLevelTiling + AutoInline space
-// of every benchmark shape under a few seeds: each sketch's trace replays
+// TestGenerateBenchmarks generates the design space of CUDARules for
+// every benchmark shape under a few seeds: each sketch's trace replays
 // strictly to it, and every sampled tile keeps its innermost factor within
 // 64.
 func TestGenerateBenchmarks(t *testing.T) {
@@ -21,7 +21,7 @@ func TestGenerateBenchmarks(t *testing.T) {
 			t.Fatalf("%s: %v", b.Name(), err)
 		}
 		for seed := int64(1); seed <= 4; seed++ {
-			got, err := space.Generate(ctx, f, []space.Rule{space.MultiLevelTilingCUDA(), space.AutoInlineCUDA()}, trace.Options{Seed: seed})
+			got, err := space.Generate(ctx, f, space.CUDARules(), trace.Options{Seed: seed})
 			if err != nil {
 				t.Errorf("%s seed %d: %v", b.Name(), seed, err)
 				continue

@@ -13,8 +13,10 @@
 // sketch's trace is a valid TVM trace that replays to the sketch.
 //
 // The rules and their configurations follow apache/tvm v0.20
-// (src/meta_schedule/schedule_rule). Rules written so far: MultiLevelTiling
-// (the GPU form: must-reuse caches, thread bindings) and AutoInline. TVM's
-// CUDA list is MultiLevelTiling, InlineConstantScalars, AutoInline,
-// CrossThreadReduction, ParallelizeVectorizeUnroll, AutoBind.
+// (src/meta_schedule/schedule_rule): TVM's CUDA list, CUDARules, is
+// MultiLevelTiling (the GPU form: must-reuse caches, thread bindings),
+// InlineConstantScalars, AutoInline, CrossThreadReduction (which forks a
+// sketch), ParallelizeVectorizeUnroll and AutoBind; ApplyCustomRule is not
+// written. A rule that forks seeds the fork from the sketch's generator
+// (TVM's ForkSeed), so that a space is deterministic for a seed.
 package space

@@ -131,13 +131,10 @@ func (m *MultiLevelTiling) levels() (s, r []int, err error) {
 	return s, r, nil
 }
 
-// copyState returns a copy of st (TVM's State::Copy): a fork of its
-// session whose generator is seeded from st's (TVM's Schedule::Copy takes
-// ForkSeed), so that sketches forked at one point sample independently.
+// copyState returns a copy of st (TVM's State::Copy), its session forked
+// by forkSketch.
 func copyState(st mltState) mltState {
-	n := st.s.Fork()
-	*n.Schedule().Rand() = st.s.Schedule().Rand().Fork()
-	return mltState{s: n, block: st.block, tiles: slices.Clone(st.tiles)}
+	return mltState{s: forkSketch(st.s), block: st.block, tiles: slices.Clone(st.tiles)}
 }
 
 func (m *MultiLevelTiling) tileLoopNest(st mltState, sIdx, rIdx []int) ([]mltState, error) {
@@ -355,17 +352,11 @@ func (m *MultiLevelTiling) annotateCooperativeFetch(s *trace.Session, cache stri
 	if len(lens) == 0 {
 		return nil
 	}
-	cands := make([]trace.Value, len(lens))
-	probs := make([]trace.Value, len(lens))
-	for i, n := range lens {
-		cands[i] = trace.IntValue(n)
-		probs[i] = trace.FloatValue(1.0 / float64(len(lens)))
-	}
-	v, err := s.Emit("SampleCategorical", nil, []trace.Value{trace.ArrayValue(cands...), trace.ArrayValue(probs...)}, nil)
+	v, err := sampleUniform(s, lens)
 	if err != nil {
 		return err
 	}
-	_, err = s.Emit("Annotate", []trace.Value{str(cache), str(v[0])}, []trace.Value{str(annCooperativeFetch)}, nil)
+	_, err = s.Emit("Annotate", []trace.Value{str(cache), str(v)}, []trace.Value{str(annCooperativeFetch)}, nil)
 	return err
 }
 

@@ -131,14 +131,30 @@ func blockOf(s *trace.Session, name string) (*ir.Block, bool) {
 	return blk, err == nil
 }
 
+// forkSketch returns a fork of sketch s whose generator is seeded from
+// s's (TVM's Schedule::Copy followed by Seed(ForkSeed())), so that
+// sketches forked at one point sample independently and a space stays
+// deterministic for a seed.
+func forkSketch(s *trace.Session) *trace.Session {
+	n := s.Fork()
+	*n.Schedule().Rand() = s.Schedule().Rand().Fork()
+	return n
+}
+
 // str is a trace value naming an RV or holding a string attribute.
 func str(s string) trace.Value { return trace.StringValue(s) }
 
 // CUDARules returns TVM's ScheduleRule::DefaultCUDA list, in its order,
-// as far as it is written here: MultiLevelTiling, AutoInline. The rules
-// still missing (InlineConstantScalars, CrossThreadReduction,
-// ParallelizeVectorizeUnroll, AutoBind) are inserted at their places as
-// they land; ApplyCustomRule is not written (see annScheduleRule).
+// less ApplyCustomRule (not written, see annScheduleRule):
+// MultiLevelTiling, InlineConstantScalars, AutoInline,
+// CrossThreadReduction, ParallelizeVectorizeUnroll, AutoBind.
 func CUDARules() []Rule {
-	return []Rule{MultiLevelTilingCUDA(), AutoInlineCUDA()}
+	return []Rule{
+		MultiLevelTilingCUDA(),
+		InlineConstantScalarsCUDA(),
+		AutoInlineCUDA(),
+		CrossThreadReductionCUDA(),
+		ParallelizeVectorizeUnrollCUDA(),
+		AutoBindCUDA(),
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"dragonx/kernels/internal/tvmgolden"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/space"
 	"dragonx/kernels/trace"
@@ -79,17 +80,19 @@ func inlineSteps(tr *trace.Trace) []string {
 	return out
 }
 
-// ctrSketches are the recorded sketches that CrossThreadReduction forks
-// (not written yet); TestMultiLevelTilingRecordedSketches leaves them out.
+// ctrSketches are the recorded sketches that CrossThreadReduction forks;
+// TestMultiLevelTilingRecordedSketches, which runs the rules without it,
+// leaves them out (TestCUDARulesRecordedSpaces covers them).
 var ctrSketches = []string{"nrm-1", "sfm-1", "sfm-2", "sfm-3"}
 
 // TestMultiLevelTilingRecordedSketches generates the design space of each
-// recorded CUDA sketch's workload under MultiLevelTiling then AutoInline
-// (TVM's CUDA rules before ParallelizeVectorizeUnroll, less
-// InlineConstantScalars and CrossThreadReduction, which add nothing to
-// these workloads' first sketch) and compares the instructions (kind,
-// inputs, attributes, outputs; not the decisions) with the recorded
-// sketch's up to ParallelizeVectorizeUnroll's SampleCategorical.
+// recorded CUDA sketch's workload under MultiLevelTiling, AutoInline and
+// ParallelizeVectorizeUnroll (TVM's CUDA rules up to
+// ParallelizeVectorizeUnroll, less InlineConstantScalars and
+// CrossThreadReduction, which add nothing to these workloads' first
+// sketch) and compares the instructions (kind, inputs, attributes,
+// outputs; not the decisions) with the recorded sketch's up to
+// ParallelizeVectorizeUnroll's annotation included.
 func TestMultiLevelTilingRecordedSketches(t *testing.T) {
 	paths, err := filepath.Glob("../trace/testdata/tvm-space-cuda/*/trace.json")
 	if err != nil || len(paths) == 0 {
@@ -112,14 +115,15 @@ func TestMultiLevelTilingRecordedSketches(t *testing.T) {
 				t.Fatalf("no ParallelizeVectorizeUnroll in the recorded sketch")
 			}
 			f := buildWorkload(t, filepath.Join(dir, "workload.json"))
-			got, err := space.Generate(context.Background(), f, []space.Rule{space.MultiLevelTilingCUDA(), space.AutoInlineCUDA()}, trace.Options{Check: true, Seed: 7})
+			rules := []space.Rule{space.MultiLevelTilingCUDA(), space.AutoInlineCUDA(), space.ParallelizeVectorizeUnrollCUDA()}
+			got, err := space.Generate(context.Background(), f, rules, trace.Options{Check: true, Seed: 7})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(got) != 1 {
 				t.Fatalf("%d sketches, want 1", len(got))
 			}
-			g, w := instStrings(got[0].Trace().Insts), instStrings(want.Insts[:cut-1])
+			g, w := instStrings(got[0].Trace().Insts), instStrings(want.Insts[:cut+1])
 			for i := range max(len(g), len(w)) {
 				if i >= len(g) || i >= len(w) || g[i] != w[i] {
 					t.Fatalf("instruction %d differs (%d instructions, TVM's %d):\n got %s\nwant %s", i, len(g), len(w), at(g, i), at(w, i))
@@ -134,23 +138,32 @@ func TestMultiLevelTilingRecordedSketches(t *testing.T) {
 	t.Logf("matched %d/%d recorded sketches", matched, total)
 }
 
-// TestGenerateDeterministic: a seed gives the same sketch, decisions
-// included; another seed samples other tile sizes.
+// TestGenerateDeterministic: a seed gives the same sketches, decisions
+// included, under CUDARules (SFM forks four sketches through
+// CrossThreadReduction, each sampling from a forked generator); another
+// seed samples other decisions.
 func TestGenerateDeterministic(t *testing.T) {
-	f := buildWorkload(t, "../trace/testdata/tvm-space-cuda/c2d-0/workload.json")
-	gen := func(seed int64) string {
-		got, err := space.Generate(context.Background(), f, []space.Rule{space.MultiLevelTilingCUDA(), space.AutoInlineCUDA()}, trace.Options{Seed: seed})
-		if err != nil {
-			t.Fatal(err)
+	for _, w := range []string{"c2d-0", "sfm-0"} {
+		f := buildWorkload(t, "../trace/testdata/tvm-space-cuda/"+w+"/workload.json")
+		gen := func(seed int64) string {
+			got, err := space.Generate(context.Background(), f, space.CUDARules(), trace.Options{Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b []byte
+			for _, s := range got {
+				b = s.Trace().AppendJSON(b)
+				b = append(b, '\n')
+			}
+			return string(b)
 		}
-		return string(got[0].Trace().AppendJSON(nil))
-	}
-	a, b, c := gen(1), gen(1), gen(2)
-	if a != b {
-		t.Errorf("seed 1 gave two traces:\n%s\n%s", a, b)
-	}
-	if a == c {
-		t.Errorf("seeds 1 and 2 gave the same trace %s", a)
+		a, b, c := gen(1), gen(1), gen(2)
+		if a != b {
+			t.Errorf("%s: seed 1 gave two spaces:\n%s\n%s", w, a, b)
+		}
+		if a == c {
+			t.Errorf("%s: seeds 1 and 2 gave the same space %s", w, a)
+		}
 	}
 }
 
@@ -194,3 +207,117 @@ func at(s []string, i int) string {
 	}
 	return "<end>"
 }
+
+// TestCUDARulesRecordedSpaces generates, for each test of TVM's
+// test_meta_schedule_space_cuda.py (the recorded sketches <family>-<i> of
+// kernels/trace/testdata/tvm-space-cuda), the design space of CUDARules on
+// its workload and checks that it is the test's set of sketches: as many,
+// and each generated sketch's instructions (kind, inputs, attributes,
+// outputs; not the decisions) those of one recorded sketch, each recorded
+// sketch matched once. Every sketch's trace must replay, and replayed with
+// the test's decisions print the test's module (expected.tir).
+func TestCUDARulesRecordedSpaces(t *testing.T) {
+	paths, err := filepath.Glob("../trace/testdata/tvm-space-cuda/*/trace.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no recorded sketches (%v)", err)
+	}
+	families := map[string][]string{} // family -> sketch folders, in order
+	var order []string
+	for _, p := range paths {
+		dir := filepath.Dir(p)
+		fam, _, _ := strings.Cut(filepath.Base(dir), "-")
+		if _, ok := families[fam]; !ok {
+			order = append(order, fam)
+		}
+		families[fam] = append(families[fam], dir)
+	}
+	matched, total := 0, 0
+	for _, fam := range order {
+		dirs := families[fam]
+		total += len(dirs)
+		t.Run(fam, func(t *testing.T) {
+			ctx := context.Background()
+			f := buildWorkload(t, filepath.Join(dirs[0], "workload.json"))
+			got, err := space.Generate(ctx, f, space.CUDARules(), trace.Options{Check: true, Seed: 11})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([][]string, len(dirs))
+			for i, d := range dirs {
+				want[i] = instStrings(readTrace(t, filepath.Join(d, "trace.json")).Insts)
+			}
+			used := make([]bool, len(want))
+			for k, s := range got {
+				g := instStrings(s.Trace().Insts)
+				found := -1
+				for i, w := range want {
+					if !used[i] && slices.Equal(g, w) {
+						found = i
+						break
+					}
+				}
+				if found < 0 {
+					best, at := closest(g, want, used)
+					t.Errorf("sketch %d matches no recorded sketch; nearest %s differs at instruction %d:\n got %s\nwant %s",
+						k, filepath.Base(dirs[best]), at, atIndex(g, at), atIndex(want[best], at))
+					continue
+				}
+				used[found] = true
+				if _, err := trace.Replay(ctx, f, s.Trace(), trace.Options{Check: true}); err != nil {
+					t.Errorf("sketch %d (%s) does not replay: %v", k, filepath.Base(dirs[found]), err)
+					continue
+				}
+				// With the test's decisions, the sketch prints TVM's module.
+				rec := readTrace(t, filepath.Join(dirs[found], "trace.json"))
+				tr := s.Trace().Clone()
+				for _, d := range rec.Decisions {
+					tr.SetDecision(d.Index, d.Value)
+				}
+				r, err := trace.Replay(ctx, f, tr, trace.Options{Check: true})
+				if err != nil {
+					t.Errorf("sketch %d (%s) with TVM's decisions: %v", k, filepath.Base(dirs[found]), err)
+					continue
+				}
+				want, err := os.ReadFile(filepath.Join(dirs[found], "expected.tir"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := tvmgolden.Diff(r.Func().Script(), string(want)); d != "" {
+					t.Errorf("sketch %d (%s) with TVM's decisions does not print TVM's module: %s", k, filepath.Base(dirs[found]), d)
+					continue
+				}
+				matched++
+			}
+			for i, u := range used {
+				if !u {
+					t.Errorf("recorded sketch %s not generated (%d sketches generated, %d recorded)", filepath.Base(dirs[i]), len(got), len(dirs))
+				}
+			}
+		})
+	}
+	t.Logf("matched %d/%d recorded sketches in %d tests", matched, total, len(order))
+}
+
+// closest returns the unused recorded sketch sharing the longest prefix
+// with g, and the index of the first difference.
+func closest(g []string, want [][]string, used []bool) (best, at int) {
+	best, at = 0, -1
+	for i, w := range want {
+		if used[i] {
+			continue
+		}
+		n := 0
+		for n < len(g) && n < len(w) && g[n] == w[n] {
+			n++
+		}
+		if n > at {
+			best, at = i, n
+		}
+	}
+	if at < 0 {
+		at = 0
+	}
+	return best, at
+}
+
+func atIndex(s []string, i int) string { return at(s, i) }

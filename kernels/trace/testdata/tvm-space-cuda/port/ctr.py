@@ -43,12 +43,14 @@ def nrm(i, dec):
         autobind_spatial(t, b["C"], 3, 1, 1, None)
         return t
     # CrossThreadReduction on C, fusible into D.
-    t.add("GetConsumers", [b["C"]], [], t.rv("b"))
+    # The target block is the consumer RV GetConsumers returns (TVM's
+    # consumers[0]); AutoBind later uses the collected RV of D.
+    cons = t.add("GetConsumers", [b["C"]], [], t.rv("b"))
     d = b["D"]
-    tgt = t.add("GetLoops", [d], [], t.rv("l"))
+    tgt = t.add("GetLoops", [cons[0]], [], t.rv("l"))
     t.add("GetLoops", [b["C"]], [], t.rv("l", 3))
     v = t.add("SampleCategorical", [], CTR, t.rv("v"), dec=dec[0])[0]
-    t.add("GetLoops", [d], [], t.rv("l"))  # InThreadScope
+    t.add("GetLoops", [cons[0]], [], t.rv("l"))  # InThreadScope
     s = t.add("Split", [tgt[0], "None", v], [1, 0], t.rv("l", 2))
     t.add("Bind", [s[1]], ["threadIdx.x"], [])
     t.add("ComputeAt", [b["C"], s[0]], [1, -1], [])

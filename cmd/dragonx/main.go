@@ -65,7 +65,7 @@ type command struct {
 func commands() []*command {
 	return []*command{
 		cmdRun, cmdPlan, cmdStatus, cmdGraph, cmdShow, cmdCache,
-		cmdKernel,
+		cmdKernel, cmdEncode, cmdDecode,
 		cmdVersion,
 		cmdDragon,
 	}

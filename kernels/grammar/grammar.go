@@ -1,0 +1,540 @@
+// Package grammar is the incremental grammar of scripts for constrained
+// decoding: given a workload and the tokens of a script written so far
+// (kernels/vocab ids of kernels/encode's script text), the tokens that
+// may come next such that the script can still be completed into one
+// that decodes and replays on the workload.
+//
+// # What it allows
+//
+// The scripts of the workload's design space (kernels/space, TVM's CUDA
+// rules, as kernels/sample draws from it): one of its sketches, token for
+// token, with every decision chosen among the valid ones at its position,
+// then EnterPostproc and <eos>. Instruction names, references and block
+// names are those of a sketch that agrees with the prefix; a tile factor
+// divides what is left of the loop's extent (read from the schedule the
+// prefix has built), the last one is forced, and the innermost respects
+// the instruction's max_innermost_factor; a categorical decision is an
+// index within its candidates; a compute location is one of the block's
+// candidate locations. Numbers of more than one token (above 1024) are
+// allowed token by token. Each line is replayed when its newline is fed,
+// so that the next decisions see the schedule as it is.
+//
+// It does not allow a script outside the design space (another order of
+// instructions, another sketch structure): the model writes scripts of
+// the space it was trained on. Whether the postprocessors then accept the
+// schedule (GPU limits) is the verdict's business, not the grammar's.
+//
+// # Use
+//
+// A Grammar is built once per workload (New) and is safe for concurrent
+// use; a State follows one script (Start), fed one token at a time
+// (Feed), and Allowed returns the next tokens. Next is the same as a
+// callback over the whole prefix, as a sampler calls it: it feeds only
+// the tokens added since the last call. Neither dragon nor kernels
+// imports the other: the sampler takes a func([]int) ([]int, error).
+package grammar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"dragonx/kernels/encode"
+	"dragonx/kernels/ir"
+	"dragonx/kernels/sample"
+	"dragonx/kernels/schedule"
+	"dragonx/kernels/trace"
+	"dragonx/kernels/vocab"
+)
+
+// Grammar is the grammar of one workload's scripts.
+type Grammar struct {
+	v         *vocab.Vocab
+	f         *ir.PrimFunc
+	templates []*template
+	nl, eos   int
+	open      int // [
+	close     int // ]
+}
+
+// template is one sketch as tokens: the script of one valid instantiation
+// (its decisions are replaced as the state goes), and where its decisions
+// are.
+type template struct {
+	toks  []int
+	slots []slot
+}
+
+// slot is one decision of a template: its tokens [start, end) in toks,
+// and the sampling instruction.
+type slot struct {
+	start, end int
+	inst       trace.Inst
+}
+
+// New builds the grammar of f's scripts: the design space (seed seeds the
+// rules' own samples, whose decisions are dropped) and one template per
+// sketch. v is the vocabulary the scripts are written in.
+func New(ctx context.Context, f *ir.PrimFunc, v *vocab.Vocab, seed int64) (*Grammar, error) {
+	sp, err := sample.NewSpace(ctx, f, seed, sample.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("grammar: %w", err)
+	}
+	g := &Grammar{v: v, f: f}
+	for _, tok := range []struct {
+		s  string
+		id *int
+	}{{"\n", &g.nl}, {vocab.EOS, &g.eos}, {"[", &g.open}, {"]", &g.close}} {
+		id, ok := v.ID(tok.s)
+		if !ok {
+			return nil, fmt.Errorf("grammar: the vocabulary has no %q token", tok.s)
+		}
+		*tok.id = id
+	}
+	for k, sk := range sp.Sketches() {
+		t, err := g.template(ctx, sk)
+		if err != nil {
+			return nil, fmt.Errorf("grammar: sketch %d: %w", k, err)
+		}
+		g.templates = append(g.templates, t)
+	}
+	return g, nil
+}
+
+// template instantiates a sketch with fresh decisions (trying a few seeds
+// until one replays) and cuts its script into tokens and decision slots.
+func (g *Grammar) template(ctx context.Context, sk *trace.Trace) (*template, error) {
+	for _, in := range sk.Insts {
+		if k, ok := trace.LookupKind(in.Kind); ok && k.Decision && !knownSampler(in.Kind) {
+			return nil, fmt.Errorf("sampling instruction %s has no decision rule in the grammar", in.Kind)
+		}
+	}
+	var lastErr error
+	for seed := int64(1); seed <= 32; seed++ {
+		s, err := trace.Replay(ctx, g.f, sk, trace.Options{Seed: seed})
+		if err == nil {
+			err = s.Apply(trace.Inst{Kind: "EnterPostproc"}, nil)
+		}
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		tr := s.Trace()
+		script, spans, err := encode.EncodeSpans(g.f, tr)
+		if err != nil {
+			return nil, err
+		}
+		toks, err := g.v.Encode(string(script))
+		if err != nil {
+			return nil, err
+		}
+		t := &template{toks: append(toks, g.eos)}
+		for _, sp := range spans {
+			before, err := g.v.Encode(string(script[:sp.Start-1])) // "... =" without its space
+			if err != nil {
+				return nil, err
+			}
+			upto, err := g.v.Encode(string(script[:sp.End]))
+			if err != nil {
+				return nil, err
+			}
+			t.slots = append(t.slots, slot{start: len(before), end: len(upto), inst: tr.Insts[sp.Inst]})
+		}
+		return t, nil
+	}
+	return nil, fmt.Errorf("no instantiation replays in 32 seeds: %w", lastErr)
+}
+
+func knownSampler(kind string) bool {
+	return kind == "SamplePerfectTile" || kind == "SampleCategorical" || kind == "SampleComputeLocation"
+}
+
+// State follows one script being written.
+type State struct {
+	g    *Grammar
+	live []cursor
+	dec  *decision
+	dcd  *encode.Decoder
+	line []int // tokens of the current line
+	fed  []int // every token fed
+	done bool
+	err  error
+	out  []int // Allowed's result, reused
+	nums map[int64][]int
+}
+
+// cursor is a template that agrees with the tokens fed: the next token is
+// toks[pos], and slots[slot] is its next decision.
+type cursor struct {
+	t    *template
+	pos  int
+	slot int
+}
+
+// Start returns the state of an empty script.
+func (g *Grammar) Start() *State {
+	st := &State{g: g, dcd: encode.NewDecoder(g.f, encode.Options{}), nums: map[int64][]int{}}
+	for _, t := range g.templates {
+		st.live = append(st.live, cursor{t: t})
+	}
+	return st
+}
+
+// Done reports whether the script is complete (<eos> fed).
+func (st *State) Done() bool { return st.done }
+
+// Tokens returns the tokens fed so far.
+func (st *State) Tokens() []int { return st.fed }
+
+// ErrNotAllowed is wrapped by Feed's error for a token Allowed does not
+// give.
+var ErrNotAllowed = errors.New("token not allowed here")
+
+// Allowed returns the tokens that may come next, sorted, without
+// duplicates; none once the script is done. The slice is reused by the
+// next call.
+func (st *State) Allowed() []int {
+	st.out = st.out[:0]
+	if st.done || st.err != nil {
+		return st.out
+	}
+	if st.dec != nil {
+		st.out = st.dec.allowed(st, st.out)
+	} else {
+		for _, c := range st.live {
+			st.out = append(st.out, c.t.toks[c.pos])
+		}
+	}
+	if len(st.out) > 1 {
+		slices.Sort(st.out)
+		st.out = slices.Compact(st.out)
+	}
+	return st.out
+}
+
+// Feed appends one token. A token Allowed does not give is refused with
+// an error wrapping ErrNotAllowed, and the state is unchanged; an error
+// replaying a completed line (which the grammar should have prevented) is
+// returned and leaves the state broken.
+func (st *State) Feed(tok int) error {
+	if st.err != nil {
+		return st.err
+	}
+	if !slices.Contains(st.Allowed(), tok) {
+		name, _ := st.g.v.Token(tok)
+		return fmt.Errorf("grammar: %w: %d (%q) after %d tokens", ErrNotAllowed, tok, name, len(st.fed))
+	}
+	st.fed = append(st.fed, tok)
+	st.line = append(st.line, tok)
+	if st.dec != nil {
+		if st.dec.feed(st, tok) {
+			return nil // still in the decision
+		}
+		// The decision is complete; tok, if not its last token, is the
+		// literal after it.
+		for i := range st.live {
+			st.live[i].pos = st.live[i].t.slots[st.live[i].slot].end
+			st.live[i].slot++
+		}
+		last := st.dec.last
+		st.dec = nil
+		if last {
+			return st.enter()
+		}
+	}
+	kept := st.live[:0]
+	for _, c := range st.live {
+		if c.t.toks[c.pos] == tok {
+			c.pos++
+			kept = append(kept, c)
+		}
+	}
+	st.live = kept
+	switch tok {
+	case st.g.eos:
+		st.done = true
+		return nil
+	case st.g.nl:
+		text, err := st.g.v.Decode(st.line)
+		if err == nil {
+			err = st.dcd.Line([]byte(text))
+		}
+		if err != nil {
+			st.err = fmt.Errorf("grammar: line %q: %w", text, err)
+			return st.err
+		}
+		st.line = st.line[:0]
+	}
+	return st.enter()
+}
+
+// enter starts a decision when the live templates are at one (they all
+// are, or none: they agree on the tokens up to the "=" before it).
+func (st *State) enter() error {
+	at := func(c cursor) bool { return c.slot < len(c.t.slots) && c.pos == c.t.slots[c.slot].start }
+	i := slices.IndexFunc(st.live, at)
+	if i < 0 {
+		return nil
+	}
+	d, err := st.newDecision(st.live[i].t.slots[st.live[i].slot].inst)
+	if err != nil {
+		st.err = fmt.Errorf("grammar: %w", err)
+		return st.err
+	}
+	st.live = slices.DeleteFunc(st.live, func(c cursor) bool { return !at(c) })
+	st.dec = d
+	return nil
+}
+
+// Next is Allowed after the tokens of prefix: the state must have been
+// fed a prefix of it (the usual case: all of it but the last token or
+// two); it feeds the rest. It is the callback a sampler calls with the
+// whole prefix at each step.
+func (st *State) Next(prefix []int) ([]int, error) {
+	if len(prefix) < len(st.fed) || !slices.Equal(prefix[:len(st.fed)], st.fed) {
+		return nil, fmt.Errorf("grammar: the prefix does not extend the %d tokens fed", len(st.fed))
+	}
+	for _, tok := range prefix[len(st.fed):] {
+		if err := st.Feed(tok); err != nil {
+			return nil, err
+		}
+	}
+	return st.Allowed(), nil
+}
+
+// numTokens returns the tokens of integer n.
+func (st *State) numTokens(n int64) []int {
+	if t, ok := st.nums[n]; ok {
+		return t
+	}
+	t, err := st.g.v.Encode(strconv.FormatInt(n, 10))
+	if err != nil {
+		t = nil // cannot happen: digits and '-' are tokens
+	}
+	st.nums[n] = t
+	return t
+}
+
+// decision is the state inside a decision: a list of numbers (a perfect
+// tile, in brackets) or one number.
+type decision struct {
+	list     bool
+	opened   bool    // '[' fed
+	n        int     // numbers in the list
+	k        int     // numbers complete
+	rest     int64   // what is left of the extent to tile
+	maxInner int64   // -1: none
+	symbolic bool    // a loop of symbolic extent: [-1 1 ... 1]
+	cands    []int64 // the values allowed for the number being written
+	typed    []int   // its tokens so far
+	last     bool    // the last token fed completed the decision
+}
+
+func (st *State) newDecision(in trace.Inst) (*decision, error) {
+	s := st.dcd.Session()
+	switch in.Kind {
+	case "SamplePerfectTile":
+		n, _ := intOf(in.Attrs, 0)
+		m, _ := intOf(in.Attrs, 1)
+		rv, ok := lookup[schedule.LoopRV](s, in.Inputs)
+		if !ok {
+			return nil, fmt.Errorf("SamplePerfectTile of an unknown loop")
+		}
+		loop, err := s.Schedule().GetLoopOf(rv)
+		if err != nil {
+			return nil, err
+		}
+		ext, isConst := loop.ConstExtent()
+		d := &decision{list: true, n: int(n), rest: ext, maxInner: m, symbolic: !isConst}
+		d.setFactors(st)
+		return d, nil
+	case "SampleCategorical":
+		if len(in.Attrs) < 1 {
+			return nil, fmt.Errorf("SampleCategorical without candidates")
+		}
+		d := &decision{}
+		for i := range in.Attrs[0].Array {
+			d.cands = append(d.cands, int64(i))
+		}
+		return d, nil
+	case "SampleComputeLocation":
+		rv, ok := lookup[schedule.BlockRV](s, in.Inputs)
+		if !ok {
+			return nil, fmt.Errorf("SampleComputeLocation of an unknown block")
+		}
+		cands, err := s.Schedule().ComputeLocationCandidates(rv)
+		if err != nil {
+			return nil, err
+		}
+		return &decision{cands: cands}, nil
+	}
+	return nil, fmt.Errorf("no decision rule for %s", in.Kind)
+}
+
+func intOf(vs []trace.Value, i int) (int64, bool) {
+	if i < len(vs) && vs[i].Kind == trace.Int {
+		return vs[i].Int, true
+	}
+	return 0, false
+}
+
+// lookup returns the RV the first input names, as a T.
+func lookup[T schedule.RV](s *trace.Session, inputs []trace.Value) (T, bool) {
+	var zero T
+	if len(inputs) == 0 || inputs[0].Kind != trace.String {
+		return zero, false
+	}
+	rv, ok := s.Lookup(inputs[0].Str)
+	if !ok {
+		return zero, false
+	}
+	x, ok := rv.(T)
+	return x, ok
+}
+
+// setFactors computes the values allowed for factor k of a perfect tile:
+// divisors of what is left such that the factors after it can complete
+// the tiling, the last one forced, the innermost within maxInner.
+func (d *decision) setFactors(st *State) {
+	d.cands, d.typed = d.cands[:0], d.typed[:0]
+	if d.k >= d.n {
+		return
+	}
+	if d.symbolic {
+		v := int64(1)
+		if d.k == 0 {
+			v = -1
+		}
+		d.cands = append(d.cands, v)
+		return
+	}
+	left := d.n - d.k - 1
+	fits := func(inner int64) bool { return d.maxInner == -1 || inner <= d.maxInner }
+	add := func(x int64) {
+		switch {
+		case left == 0:
+			if x == d.rest && fits(x) {
+				d.cands = append(d.cands, x)
+			}
+		case left == 1:
+			if fits(d.rest / x) {
+				d.cands = append(d.cands, x)
+			}
+		default:
+			d.cands = append(d.cands, x)
+		}
+	}
+	for x := int64(1); x*x <= d.rest; x++ {
+		if d.rest%x == 0 {
+			add(x)
+			if y := d.rest / x; y != x {
+				add(y)
+			}
+		}
+	}
+}
+
+// complete reports whether the typed tokens are a whole allowed value,
+// and which.
+func (d *decision) complete(st *State) (int64, bool) {
+	for _, c := range d.cands {
+		if slices.Equal(st.numTokens(c), d.typed) {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+func (d *decision) allowed(st *State, out []int) []int {
+	if d.list && !d.opened {
+		return append(out, st.g.open)
+	}
+	if d.list && d.k == d.n {
+		return append(out, st.g.close)
+	}
+	for _, c := range d.cands {
+		t := st.numTokens(c)
+		if len(t) > len(d.typed) && slices.Equal(t[:len(d.typed)], d.typed) {
+			out = append(out, t[len(d.typed)])
+		}
+	}
+	if len(d.typed) > 0 {
+		if v, ok := d.complete(st); ok {
+			if !d.list {
+				// A lone number ends with it: what follows the decision.
+				for _, c := range st.live {
+					out = append(out, c.t.toks[c.t.slots[c.slot].end])
+				}
+			} else {
+				// A factor that a longer one extends: what may follow it.
+				nd := &decision{list: true, opened: true, n: d.n, k: d.k, rest: d.rest, maxInner: d.maxInner, symbolic: d.symbolic}
+				nd.next(st, v)
+				out = nd.allowed(st, out)
+			}
+		}
+	}
+	return out
+}
+
+// feed takes one token of the decision; it returns false when the
+// decision is complete, d.last telling whether tok was its last token or
+// the first one after it.
+func (d *decision) feed(st *State, tok int) bool {
+	if d.list && !d.opened {
+		d.opened = true
+		return true
+	}
+	if d.list && d.k == d.n {
+		d.last = true // the ']'
+		return false
+	}
+	// A continuation of the number being typed?
+	for _, c := range d.cands {
+		t := st.numTokens(c)
+		if len(t) > len(d.typed) && slices.Equal(t[:len(d.typed)], d.typed) && t[len(d.typed)] == tok {
+			d.typed = append(d.typed, tok)
+			if d.list {
+				if v, ok := d.complete(st); ok && !d.extendable(st) {
+					d.next(st, v)
+				}
+			}
+			return true
+		}
+	}
+	// Not a continuation: the number typed so far is complete.
+	v, _ := d.complete(st)
+	if d.list {
+		// Only reached when a number could have been extended: tok
+		// starts the next number (or is the ']').
+		d.next(st, v)
+		if d.k == d.n {
+			d.last = true
+			return false
+		}
+		return d.feed(st, tok)
+	}
+	return false
+}
+
+// extendable reports whether a longer allowed value starts with the typed
+// tokens.
+func (d *decision) extendable(st *State) bool {
+	for _, c := range d.cands {
+		t := st.numTokens(c)
+		if len(t) > len(d.typed) && slices.Equal(t[:len(d.typed)], d.typed) {
+			return true
+		}
+	}
+	return false
+}
+
+// next records factor v of a perfect tile and prepares the next one.
+func (d *decision) next(st *State, v int64) {
+	if !d.symbolic && v > 0 {
+		d.rest /= v
+	}
+	d.k++
+	d.setFactors(st)
+}

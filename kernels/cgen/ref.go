@@ -10,12 +10,21 @@ import (
 
 // Reference returns the float64 reference C program of f, an unscheduled
 // (or any) function: see the package doc.
-func Reference(f *ir.PrimFunc) (string, error) {
+func Reference(f *ir.PrimFunc) (string, error) { return reference(f, "double") }
+
+// ReferenceFloat32 returns f's program in float32 (C float): the same
+// program as Reference, its values rounded to float32 as the workload's
+// own buffers say. Its outputs are native float32.
+func ReferenceFloat32(f *ir.PrimFunc) (string, error) { return reference(f, "float") }
+
+// reference writes the reference program with real ("double" or "float")
+// as its floating-point type.
+func reference(f *ir.PrimFunc, real string) (string, error) {
 	if f == nil || f.Body == nil || f.Body.Block == nil {
 		return "", errors.New("cgen: reference: no function body")
 	}
-	rg := &refGen{src: &source{}, nm: newNames(), bufs: map[*ir.Buffer]string{}, vars: map[*ir.Var]string{}, signed: map[*ir.Var]bool{}}
-	rg.ew = &exprWriter{real: "double", name: rg.varName, load: rg.load, signed: func(v *ir.Var) bool { return rg.signed[v] }}
+	rg := &refGen{real: real, src: &source{}, nm: newNames(), bufs: map[*ir.Buffer]string{}, vars: map[*ir.Var]string{}, signed: map[*ir.Var]bool{}}
+	rg.ew = &exprWriter{real: real, name: rg.varName, load: rg.load, signed: func(v *ir.Var) bool { return rg.signed[v] }}
 	outputs := Outputs(f)
 	var order []*ir.Buffer
 	for _, b := range f.Params {
@@ -51,7 +60,7 @@ func Reference(f *ir.PrimFunc) (string, error) {
 	params := make([]string, len(order))
 	args := make([]string, len(order))
 	for i, b := range order {
-		params[i] = "double *restrict " + rg.bufs[b]
+		params[i] = real + " *restrict " + rg.bufs[b]
 		args[i] = rg.bufs[b]
 	}
 	src.printf("\nstatic void dx_reference(%s) {\n", strings.Join(params, ", "))
@@ -60,24 +69,24 @@ func Reference(f *ir.PrimFunc) (string, error) {
 	src.printf("\tfloat *in = NULL;\n")
 	for i, b := range f.Params {
 		n, name := b.NumElements(), rg.bufs[b]
-		src.printf("\tdouble *%s = dx_alloc(%d * sizeof(double));\n", name, n)
+		src.printf("\t%s *%s = dx_alloc(%d * sizeof(%s));\n", real, name, n, real)
 		if outputs[i] {
-			src.printf("\tdx_poisond(%s, %d);\n", name, n)
+			src.printf("\tdx_poison%c(%s, %d);\n", real[0], name, n)
 			continue
 		}
 		src.printf("\tin = realloc(in, %d * sizeof(float));\n\tif (in == NULL) dx_die(\"out of memory\");\n", max(n, 1))
 		src.printf("\tdx_read(in, %d * sizeof(float));\n", n)
-		src.printf("\tfor (int64_t i = 0; i < %d; i++) %s[i] = (double)in[i];\n", n, name)
+		src.printf("\tfor (int64_t i = 0; i < %d; i++) %s[i] = (%s)in[i];\n", n, name, real)
 	}
 	src.printf("\tfree(in);\n")
 	for _, b := range allocs {
 		n, name := b.NumElements(), rg.bufs[b]
-		src.printf("\tdouble *%s = dx_alloc(%d * sizeof(double));\n\tdx_poisond(%s, %d);\n", name, n, name, n)
+		src.printf("\t%s *%s = dx_alloc(%d * sizeof(%s));\n\tdx_poison%c(%s, %d);\n", real, name, n, real, real[0], name, n)
 	}
 	src.printf("\tdx_reference(%s);\n", strings.Join(args, ", "))
 	for i, b := range f.Params {
 		if outputs[i] {
-			src.printf("\tdx_write(%s, %d * sizeof(double));\n", rg.bufs[b], b.NumElements())
+			src.printf("\tdx_write(%s, %d * sizeof(%s));\n", rg.bufs[b], b.NumElements(), real)
 		}
 	}
 	src.printf("\tif (fflush(stdout) != 0) dx_die(\"cannot write the output\");\n\treturn 0;\n}\n")
@@ -92,6 +101,7 @@ func realBuffer(b *ir.Buffer) error {
 }
 
 type refGen struct {
+	real string // the C floating-point type: "double" or "float"
 	src  *source
 	nm   *names
 	bufs map[*ir.Buffer]string
@@ -259,7 +269,7 @@ func (rg *refGen) stmt(s ir.Stmt, ind int) error {
 		if err != nil {
 			return err
 		}
-		rg.line(ind, "%s = (double)(%s);", dst, v)
+		rg.line(ind, "%s = (%s)(%s);", dst, rg.real, v)
 	default:
 		return fmt.Errorf("%w: statement %T", ErrUnsupported, s)
 	}

@@ -163,15 +163,30 @@ func TestCompilerErrors(t *testing.T) {
 	}
 }
 
+// TestTolerances: beyond the tolerance of the float64 reference, a kernel
+// passes when it is within it of the workload's float32 program (the dense
+// schedule sums each element's k in the workload's order: bit for bit the
+// float32 program), and fails when it is far from both (the cross-thread
+// reduction of nrm-1 sums in a tree).
 func TestTolerances(t *testing.T) {
+	ctx := context.Background()
 	c := loadCase(t, denseCase)
-	_, err := gate(t, numeric.Options{RTol: 1e-12, ATol: 1e-12}).Check(context.Background(), c.Workload, c.Program)
-	var ge *numeric.Error
-	if !errors.As(err, &ge) || ge.Kind != numeric.KindMismatch || ge.Result == nil || ge.Result.Compared != 128*128 || ge.Result.MaxAbsErr == 0 {
-		t.Fatalf("got %v, want a mismatch with figures", err)
+	res, err := gate(t, numeric.Options{RTol: 1e-12, ATol: 1e-12}).Check(ctx, c.Workload, c.Program)
+	if err != nil || !res.Float32Program || res.MaxAbsErr == 0 || res.Compared != 128*128 {
+		t.Fatalf("dense at 1e-12: %+v, %v; want a pass against the float32 program, with the float64 figures", res, err)
 	}
-	if !strings.Contains(err.Error(), "first T_matmul_NT[") {
-		t.Errorf("%v does not name the first bad element", err)
+	res, err = gate(t, numeric.Options{}).Check(ctx, c.Workload, c.Program)
+	if err != nil || res.Float32Program {
+		t.Fatalf("dense at the default tolerances: %+v, %v; want a pass against the float64 reference", res, err)
+	}
+	c = loadCase(t, "../trace/testdata/tvm-space-cuda/nrm-1")
+	_, err = gate(t, numeric.Options{RTol: 1e-12, ATol: 1e-12}).Check(ctx, c.Workload, c.Program)
+	var ge *numeric.Error
+	if !errors.As(err, &ge) || ge.Kind != numeric.KindMismatch || ge.Result == nil || ge.Result.Compared == 0 || ge.Result.MaxAbsErr == 0 {
+		t.Fatalf("nrm-1 at 1e-12: got %v, want a mismatch with figures", err)
+	}
+	if !strings.Contains(err.Error(), "first ") || !strings.Contains(err.Error(), "float32 program") {
+		t.Errorf("%v does not name the first bad element and both references", err)
 	}
 	if _, err := numeric.New(numeric.Options{RTol: -1}); err == nil {
 		t.Error("a negative tolerance is accepted")

@@ -46,10 +46,20 @@ func TestCheckNumeric(t *testing.T) {
 		}
 	}
 
-	// Tolerances from the options: a mismatch, with its figures.
-	v := verdict.Check(ctx, spec, sketch.AppendJSON(nil), verdict.Options{Until: verdict.PhaseNumeric, Numeric: numeric.Options{CacheDir: t.TempDir(), RTol: 1e-12, ATol: 1e-12}})
-	if v.OK || v.Phase != verdict.PhaseNumeric || v.NumericKind != "mismatch" || v.Compared != 128*128 || v.MaxAbsErr == nil || !strings.Contains(v.Error, "differ from the reference") {
-		t.Errorf("tight tolerances: %s", v.JSON())
+	// Tolerances from the options. The dense schedule sums in the
+	// workload's order: beyond 1e-12 of the float64 reference, a pass
+	// against the float32 program, with the float64 figures.
+	tight := verdict.Options{Until: verdict.PhaseNumeric, Numeric: numeric.Options{CacheDir: t.TempDir(), RTol: 1e-12, ATol: 1e-12}}
+	v := verdict.Check(ctx, spec, sketch.AppendJSON(nil), tight)
+	if !v.OK || v.Phase != verdict.PhaseNumeric || !v.Float32Program || v.Compared != 128*128 || v.MaxAbsErr == nil || *v.MaxAbsErr == 0 || !strings.Contains(string(v.JSON()), `"float32_program":true`) {
+		t.Errorf("tight tolerances, dense: %s", v.JSON())
+	}
+	// The cross-thread reduction of nrm-1 sums in a tree: a mismatch,
+	// with its figures.
+	nrmSpec, nrm := readCase(t, "../trace/testdata/tvm-space-cuda/nrm-1")
+	v = verdict.Check(ctx, nrmSpec, nrm, tight)
+	if v.OK || v.Phase != verdict.PhaseNumeric || v.NumericKind != "mismatch" || v.Compared == 0 || v.MaxAbsErr == nil || !strings.Contains(v.Error, "differ from the reference") {
+		t.Errorf("tight tolerances, nrm-1: %s", v.JSON())
 	}
 
 	// A static failure never reaches the gate.

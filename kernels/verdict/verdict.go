@@ -27,7 +27,8 @@
 // phases and fields it does not know. Every field added later must be
 // optional (omitempty), and the five fields below never change meaning.
 // The numeric phase adds max_abs_err, max_rel_err and compared (on a pass
-// and on a mismatch) and numeric_kind (on a failure: lower, or a
+// and on a mismatch), float32_program (a pass against the workload's
+// float32 program rather than the float64 reference) and numeric_kind (on a failure: lower, or a
 // kernels/numeric Kind such as race, nan, out-of-bounds, mismatch).
 //
 // # Speed
@@ -105,6 +106,10 @@ type Verdict struct {
 	// scheduled function does not lower) or a kernels/numeric Kind (race,
 	// nan, out-of-bounds, mismatch, ...).
 	NumericKind string `json:"numeric_kind,omitempty"`
+	// Float32Program is true when the outputs passed against the
+	// workload's float32 program, not the float64 reference (a long
+	// float32 accumulation: see kernels/numeric).
+	Float32Program bool `json:"float32_program,omitempty"`
 
 	trace *trace.Trace
 	fn    *ir.PrimFunc
@@ -166,6 +171,7 @@ func (v *Verdict) setFigures(res *numeric.Result) {
 		v.MaxRelErr = &r
 	}
 	v.Compared = res.Compared
+	v.Float32Program = res.Float32Program
 }
 
 // Hash is the IRHash of f.

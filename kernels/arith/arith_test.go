@@ -2,6 +2,7 @@ package arith
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -476,5 +477,44 @@ func TestDetectLinear(t *testing.T) {
 	}
 	if _, ok := a.DetectLinear(ir.FloorDiv(v.i, c(2)), []*ir.Var{v.i}); ok {
 		t.Errorf("DetectLinear(i // 2) succeeded")
+	}
+}
+
+// TestAnalyzerReuse: one analyzer answering many questions in a row (it
+// hands the terms of its canonical sums back after each call, see mark)
+// answers each exactly as a fresh analyzer does.
+func TestAnalyzerReuse(t *testing.T) {
+	r := testRand(t)
+	v := newVars()
+	vs := []*ir.Var{v.i, v.j, v.k, v.x}
+	long := NewAnalyzer()
+	for _, w := range vs[:3] {
+		long.BindRange(w, 0, 7)
+	}
+	for iter := 0; iter < 1500; iter++ {
+		e, f := randExpr(r, vs, 4), randExpr(r, vs, 3)
+		fresh := NewAnalyzer()
+		for _, w := range vs[:3] {
+			fresh.BindRange(w, 0, 7)
+		}
+		dom := map[*ir.Var]IntSet{v.j: RangeSet(0, 7), v.k: IntervalSet(v.i, ir.Add(v.i, c(3)))}
+		ask := func(a *Analyzer) string {
+			set := a.EvalSet(e, dom)
+			lin, ok := a.DetectLinear(e, []*ir.Var{v.i, v.j})
+			base := "-"
+			if ok {
+				base = ir.ExprString(lin.Base)
+			}
+			d, dok := a.ConstDiff(e, f)
+			rg := "-"
+			if x, ok := a.ToRange(a.Union(set, a.EvalSet(f, dom))); ok {
+				rg = ir.ExprString(x.Min) + " ext " + ir.ExprString(x.Extent)
+			}
+			return fmt.Sprintf("%s | %v | %s %v | %v %v | %d %v | %s", ir.ExprString(a.Simplify(e)), a.Bound(e), set, base,
+				a.CanProveEqual(e, f), lin.Coeffs, d, dok, rg)
+		}
+		if got, want := ask(long), ask(fresh); got != want {
+			t.Fatalf("%s, %s: a reused analyzer answers\n%s\nwhere a fresh one answers\n%s", ir.ExprString(e), ir.ExprString(f), got, want)
+		}
 	}
 }

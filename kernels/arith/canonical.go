@@ -94,10 +94,31 @@ func (a *Analyzer) newTerms(n int) []term {
 			size = 64
 		}
 		a.chunk = make([]term, 0, max(size, n))
+		a.gen++
 	}
 	i := len(a.chunk)
 	a.chunk = a.chunk[:i+n]
 	return a.chunk[i : i : i+n]
+}
+
+// A chunkMark is where the analyzer's chunk stood when a call began.
+type chunkMark struct{ len, gen int }
+
+// mark and release bracket a call that builds canonical sums and returns
+// none of them (Simplify, Bound, EvalSet: sums never leave the package's
+// unexported functions): release hands back the terms the call took from
+// the chunk, so that the next call reuses them. Terms taken before the
+// mark stay, the lists of callers up the stack among them; a chunk
+// allocated since the mark holds only the call's own terms and is handed
+// back whole.
+func (a *Analyzer) mark() chunkMark { return chunkMark{len(a.chunk), a.gen} }
+
+func (a *Analyzer) release(m chunkMark) {
+	if a.gen == m.gen {
+		a.chunk = a.chunk[:m.len]
+	} else {
+		a.chunk = a.chunk[:0]
+	}
 }
 
 // toSum puts an integer expression in canonical form; atoms come out

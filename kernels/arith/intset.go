@@ -104,6 +104,7 @@ func (a *Analyzer) ToRange(s IntSet) (ir.Range, bool) {
 		// A point: what the simplifier makes of max - min + 1.
 		return ir.Range{Min: s.Min, Extent: ir.IntImmOf(s.Min.DType(), 1)}, true
 	}
+	defer a.release(a.mark())
 	if d, ok := a.binarySum(ir.OpSub, s.Max, s.Min); ok {
 		d.c++ // max - min + 1, not built
 		return ir.Range{Min: s.Min, Extent: a.fromSum(d)}, true
@@ -117,6 +118,7 @@ func (a *Analyzer) RangeToSet(r ir.Range) IntSet {
 		// min + 1 - 1 simplifies as min does.
 		return IntSet{r.Min, a.Simplify(r.Min)}
 	}
+	defer a.release(a.mark())
 	if s, ok := a.binarySum(ir.OpAdd, r.Min, r.Extent); ok {
 		s.c-- // min + extent - 1, not built
 		return IntSet{r.Min, a.fromSum(s)}
@@ -138,6 +140,7 @@ func (a *Analyzer) EvalSet(e ir.Expr, dom map[*ir.Var]IntSet) IntSet {
 		s := a.Simplify(e)
 		return IntSet{s, s}
 	}
+	defer a.release(a.mark())
 	s := a.toSum(e)
 	t := s.t
 	lo := sum{t: t, c: s.c}

@@ -24,7 +24,7 @@ func (a *Analyzer) DetectLinear(e ir.Expr, vars []*ir.Var) (Linear, bool) {
 	defer a.release(a.mark())
 	s := a.toSum(e)
 	out := Linear{Vars: vars, Coeffs: make([]int64, len(vars))}
-	base := sum{t: s.t, c: s.c}
+	base := sum{t: s.t, c: s.c, terms: a.newTerms(len(s.terms))}
 	for _, t := range s.terms {
 		if v, ok := t.x.(*ir.Var); ok {
 			if i := slices.Index(vars, v); i >= 0 {

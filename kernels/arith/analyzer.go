@@ -219,7 +219,7 @@ func (a *Analyzer) simplifyCompare(x *ir.Binary) ir.Expr {
 	l, r := a.Simplify(x.A()), a.Simplify(x.B())
 	if l.DType().IsInt() {
 		ds := a.shallowSum(l)
-		ds.addSum(a.shallowSum(r), -1)
+		a.addSumTo(&ds, a.shallowSum(r), -1)
 		d := a.boundSum(ds)
 		switch op {
 		case ir.OpLT:

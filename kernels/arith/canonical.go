@@ -46,15 +46,29 @@ func (s *sum) addSum(o sum, k int64) {
 	s.c += o.c * k
 }
 
-func (s sum) scaled(k int64) sum {
+// addSumTo is s.addSum(o, k) with room for o's terms made in s first,
+// from the analyzer's chunk (see reserve).
+func (a *Analyzer) addSumTo(s *sum, o sum, k int64) {
+	a.reserve(s, len(o.terms))
+	s.addSum(o, k)
+}
+
+// scaled returns k*s in a new term list.
+func (a *Analyzer) scaled(s sum, k int64) sum {
 	if k == 0 {
 		return sum{t: s.t}
 	}
-	out := sum{terms: make([]term, len(s.terms)), c: s.c * k, t: s.t}
+	out := sum{terms: a.newTerms(len(s.terms))[:len(s.terms)], c: s.c * k, t: s.t}
 	for i, t := range s.terms {
 		out.terms[i] = term{t.k * k, t.x}
 	}
 	return out
+}
+
+// clone returns a copy of s with its own term list.
+func (a *Analyzer) clone(s sum) sum {
+	s.terms = append(a.newTerms(len(s.terms)), s.terms...)
+	return s
 }
 
 // scaleInPlace multiplies s by k, reusing its term list (which the caller
@@ -327,15 +341,15 @@ func (a *Analyzer) shallowSum(e ir.Expr) sum {
 			if x.Op() == ir.OpSub {
 				k = -1
 			}
-			s.addSum(a.shallowSum(x.B()), k)
+			a.addSumTo(&s, a.shallowSum(x.B()), k)
 			s.t = t
 			return s
 		case ir.OpMul:
 			if c, ok := ir.IsConstInt(x.B()); ok {
-				return a.shallowSum(x.A()).scaled(c)
+				return a.scaled(a.shallowSum(x.A()), c)
 			}
 			if c, ok := ir.IsConstInt(x.A()); ok {
-				return a.shallowSum(x.B()).scaled(c)
+				return a.scaled(a.shallowSum(x.B()), c)
 			}
 		}
 	}
@@ -353,7 +367,7 @@ func (a *Analyzer) boundSimplified(e ir.Expr) Bound {
 func (a *Analyzer) minMax(op ir.BinOp, l, r ir.Expr) sum {
 	t := l.DType()
 	ds := a.shallowSum(l)
-	ds.addSum(a.shallowSum(r), -1)
+	a.addSumTo(&ds, a.shallowSum(r), -1)
 	d := a.boundSum(ds)
 	pickLeft := op == ir.OpMin && d.Max <= 0 || op == ir.OpMax && d.Min >= 0
 	pickRight := op == ir.OpMin && d.Min >= 0 || op == ir.OpMax && d.Max <= 0
@@ -393,8 +407,8 @@ func commonFactor(s sum, c int64) int64 {
 	return g
 }
 
-func (s sum) divExact(g int64) sum {
-	out := sum{terms: make([]term, len(s.terms)), c: s.c / g, t: s.t}
+func (a *Analyzer) divExact(s sum, g int64) sum {
+	out := sum{terms: a.newTerms(len(s.terms))[:len(s.terms)], c: s.c / g, t: s.t}
 	for i, t := range s.terms {
 		out.terms[i] = term{t.k / g, t.x}
 	}
@@ -417,7 +431,7 @@ func (a *Analyzer) divSum(s sum, c int64) sum {
 	}
 	orig, origC := s, c
 	if g := commonFactor(s, c); g > 1 {
-		s, c = s.divExact(g), c/g
+		s, c = a.divExact(s, g), c/g
 		if c == 1 {
 			return s
 		}
@@ -445,7 +459,7 @@ func (a *Analyzer) divSum(s sum, c int64) sum {
 	if len(r.terms) == 1 && r.terms[0].k == 1 && r.c == 0 {
 		if in, ok := r.terms[0].x.(*ir.Binary); ok && in.Op() == ir.OpFloorDiv {
 			if d, ok := ir.IsConstInt(in.B()); ok && d > 0 && d <= PosInf/c {
-				q.addSum(a.divSum(a.shallowSum(in.A()), d*c), 1)
+				a.addSumTo(&q, a.divSum(a.shallowSum(in.A()), d*c), 1)
 				return q
 			}
 		}
@@ -471,7 +485,7 @@ func (a *Analyzer) divResidue(s sum, c int64) (sum, bool) {
 	if !b.Finite() || floorDiv(b.Min, c) != floorDiv(b.Max, c) {
 		return sum{}, false
 	}
-	q := sum{t: s.t, c: floorDiv(s.c, c) + floorDiv(b.Min, c), terms: make([]term, 0, len(s.terms))}
+	q := sum{t: s.t, c: floorDiv(s.c, c) + floorDiv(b.Min, c), terms: a.newTerms(len(s.terms))}
 	for _, t := range s.terms {
 		if k := floorDiv(t.k, c); k != 0 {
 			q.addTerm(k, t.x)
@@ -501,7 +515,7 @@ func (a *Analyzer) modSum(s sum, c int64) sum {
 	}
 	// floormod(g*x, g*c) = g*floormod(x, c).
 	if g := commonFactor(r, c); g > 1 {
-		return a.modSum(r.divExact(g), c/g).scaled(g)
+		return a.scaled(a.modSum(a.divExact(r, g), c/g), g)
 	}
 	if b := a.boundSum(r); b.Finite() && floorDiv(b.Min, c) == floorDiv(b.Max, c) {
 		r.c -= c * floorDiv(b.Min, c)
@@ -583,7 +597,7 @@ func (a *Analyzer) fuseHalves(s *sum) {
 			hi, lo := max(i, j), min(i, j)
 			s.terms = slices.Delete(s.terms, hi, hi+1)
 			s.terms = slices.Delete(s.terms, lo, lo+1)
-			s.addSum(a.modSum(x, 2), k*(floorMod(c1, 2)-floorMod(c2, 2)))
+			a.addSumTo(s, a.modSum(x, 2), k*(floorMod(c1, 2)-floorMod(c2, 2)))
 			s.c += k * (floorDiv(c1, 2) - floorDiv(c2, 2))
 			i = -1 // start over: the sum changed
 			break
@@ -615,7 +629,7 @@ func (a *Analyzer) fuseDivMod(s *sum) {
 			hi, lo := max(i, j), min(i, j)
 			s.terms = slices.Delete(s.terms, hi, hi+1)
 			s.terms = slices.Delete(s.terms, lo, lo+1)
-			s.addSum(a.shallowSum(x), k)
+			a.addSumTo(s, a.shallowSum(x), k)
 			i = -1 // start over: the sum changed
 			break
 		}
@@ -640,7 +654,7 @@ func (a *Analyzer) fromSum(s sum) ir.Expr {
 		n := copy(buf[:], s.terms)
 		terms = buf[:n]
 	} else {
-		s.terms = slices.Clone(s.terms)
+		s = a.clone(s)
 		a.fuseHalves(&s)
 		a.fuseDivMod(&s)
 		terms = s.terms

@@ -1,8 +1,6 @@
 package arith
 
 import (
-	"slices"
-
 	"dragonx/kernels/ir"
 )
 
@@ -143,8 +141,8 @@ func (a *Analyzer) EvalSet(e ir.Expr, dom map[*ir.Var]IntSet) IntSet {
 	defer a.release(a.mark())
 	s := a.toSum(e)
 	t := s.t
-	lo := sum{t: t, c: s.c}
-	hi := sum{t: t, c: s.c}
+	lo := sum{t: t, c: s.c, terms: a.newTerms(len(s.terms))}
+	hi := sum{t: t, c: s.c, terms: a.newTerms(len(s.terms))}
 	loInf, hiInf := false, false
 	for _, tm := range s.terms {
 		if !ir.UsesVar(tm.x, func(v *ir.Var) bool { _, ok := dom[v]; return ok }) {
@@ -164,12 +162,12 @@ func (a *Analyzer) EvalSet(e ir.Expr, dom map[*ir.Var]IntSet) IntSet {
 		if set.Min == nil {
 			loInf = true
 		} else {
-			lo.addSum(a.shallowSum(set.Min), tm.k)
+			a.addSumTo(&lo, a.shallowSum(set.Min), tm.k)
 		}
 		if set.Max == nil {
 			hiInf = true
 		} else {
-			hi.addSum(a.shallowSum(set.Max), tm.k)
+			a.addSumTo(&hi, a.shallowSum(set.Max), tm.k)
 		}
 	}
 	var out IntSet
@@ -261,8 +259,8 @@ func (a *Analyzer) evalAtomSet(e ir.Expr, dom map[*ir.Var]IntSet) IntSet {
 func (a *Analyzer) evalDivModAligned(op ir.BinOp, x ir.Expr, c int64, dom map[*ir.Var]IntSet) (IntSet, bool) {
 	s := a.toSum(x)
 	relaxed := func(v *ir.Var) bool { _, ok := dom[v]; return ok }
-	sym := sum{t: s.t}
-	rel := sum{t: s.t, c: s.c}
+	sym := sum{t: s.t, terms: a.newTerms(len(s.terms))}
+	rel := sum{t: s.t, c: s.c, terms: a.newTerms(len(s.terms))}
 	g := c
 	for _, tm := range s.terms {
 		if ir.UsesVar(tm.x, relaxed) {
@@ -292,10 +290,9 @@ func (a *Analyzer) evalDivModAligned(op ir.BinOp, x ir.Expr, c int64, dom map[*i
 	if !in.Bounded() {
 		return IntSet{}, false
 	}
-	lo := sum{terms: slices.Clone(base.terms), c: base.c, t: base.t}
-	hi := sum{terms: slices.Clone(base.terms), c: base.c, t: base.t}
-	lo.addSum(a.shallowSum(in.Min), 1)
-	hi.addSum(a.shallowSum(in.Max), 1)
+	lo, hi := a.clone(base), a.clone(base)
+	a.addSumTo(&lo, a.shallowSum(in.Min), 1)
+	a.addSumTo(&hi, a.shallowSum(in.Max), 1)
 	return IntSet{a.fromSum(lo), a.fromSum(hi)}, true
 }
 

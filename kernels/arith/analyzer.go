@@ -128,7 +128,11 @@ func (a *Analyzer) Simplify(e ir.Expr) ir.Expr {
 	defer a.release(a.mark())
 	switch {
 	case t.IsInt():
-		return a.fromSum(a.toSum(e))
+		s := a.toSum(e)
+		if a.sumIs(s, e) {
+			return e // already in canonical form
+		}
+		return a.fromSum(s)
 	case t.IsBool():
 		return a.simplifyBool(e)
 	}

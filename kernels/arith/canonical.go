@@ -157,6 +157,9 @@ func (a *Analyzer) toSum(e ir.Expr) sum {
 			case sa.isConst():
 				return sb.scaleInPlace(sa.c)
 			}
+			if sameOperands(x) && a.sumIs(sa, x.A()) && a.sumIs(sb, x.B()) {
+				return a.atom(x) // already in canonical form
+			}
 			return a.atom(ir.Mul(a.fromSum(sa), a.fromSum(sb)))
 		case ir.OpFloorDiv, ir.OpFloorMod, ir.OpDiv, ir.OpMod:
 			sa, sb := a.toSum(x.A()), a.toSum(x.B())
@@ -172,9 +175,9 @@ func (a *Analyzer) toSum(e ir.Expr) sum {
 			if sb.isConst() && sb.c != 0 {
 				switch op {
 				case ir.OpFloorDiv:
-					return a.divSum(sa, sb.c)
+					return a.divSumOf(sa, sb.c, x)
 				case ir.OpFloorMod:
-					return a.modSum(sa, sb.c)
+					return a.modSumOf(sa, sb.c, x)
 				case ir.OpDiv:
 					if sa.isConst() {
 						return sum{c: sa.c / sb.c, t: t}
@@ -185,15 +188,21 @@ func (a *Analyzer) toSum(e ir.Expr) sum {
 					}
 				}
 			}
+			if op == x.Op() && sameOperands(x) && a.sumIs(sa, x.A()) && a.sumIs(sb, x.B()) {
+				return a.atom(x) // already in canonical form
+			}
 			return a.atom(ir.NewBinary(op, a.fromSum(sa), a.fromSum(sb)))
 		case ir.OpMin, ir.OpMax:
-			return a.minMax(x.Op(), a.Simplify(x.A()), a.Simplify(x.B()))
+			return a.minMaxOf(x.Op(), a.Simplify(x.A()), a.Simplify(x.B()), x)
 		}
 	case *ir.Cast:
 		if x.A().DType().IsInt() {
 			inner := a.toSum(x.A())
 			if inner.isConst() {
 				return sum{c: inner.c, t: t}
+			}
+			if x.A().DType() != t && a.sumIs(inner, x.A()) {
+				return a.atom(x) // already in canonical form
 			}
 			return a.atom(ir.CastTo(t, a.fromSum(inner)))
 		}
@@ -365,6 +374,12 @@ func (a *Analyzer) boundSimplified(e ir.Expr) Bound {
 }
 
 func (a *Analyzer) minMax(op ir.BinOp, l, r ir.Expr) sum {
+	return a.minMaxOf(op, l, r, nil)
+}
+
+// minMaxOf is minMax for orig, min or max of operands that simplify to l
+// and r; orig is the atom when it is l op r already (nil: none).
+func (a *Analyzer) minMaxOf(op ir.BinOp, l, r ir.Expr, orig *ir.Binary) sum {
 	t := l.DType()
 	ds := a.shallowSum(l)
 	a.addSumTo(&ds, a.shallowSum(r), -1)
@@ -377,7 +392,13 @@ func (a *Analyzer) minMax(op ir.BinOp, l, r ir.Expr) sum {
 	case pickRight:
 		return a.shallowSum(r)
 	}
-	s := a.atom(ir.NewBinary(op, l, r))
+	var x ir.Expr
+	if orig != nil && orig.Op() == op && orig.A() == l && orig.B() == r && sameOperands(orig) {
+		x = orig // already in canonical form
+	} else {
+		x = ir.NewBinary(op, l, r)
+	}
+	s := a.atom(x)
 	s.t = t
 	return s
 }
@@ -419,17 +440,22 @@ func (a *Analyzer) divExact(s sum, g int64) sum {
 // It uses floordiv(c*q + r, c) = q + floordiv(r, c), which holds for any
 // integer q, and removes floordiv(r, c) when r's bounds lie within one
 // multiple of c.
-func (a *Analyzer) divSum(s sum, c int64) sum {
+func (a *Analyzer) divSum(s sum, c int64) sum { return a.divSumOf(s, c, nil) }
+
+// divSumOf is divSum for orig, floordiv of an expression whose canonical
+// form is s by c (nil: none), which is reused as the floordiv atom of the
+// result when it is that atom already.
+func (a *Analyzer) divSumOf(s sum, c int64, orig *ir.Binary) sum {
 	if s.isConst() {
 		return sum{c: floorDiv(s.c, c), t: s.t}
 	}
 	if c < 0 {
-		return a.atom(ir.FloorDiv(a.fromSum(s), ir.IntImmOf(s.t, c)))
+		return a.atom(a.divModAtom(ir.OpFloorDiv, s, c, orig))
 	}
 	if c == 1 {
 		return s
 	}
-	orig, origC := s, c
+	whole, wholeC := s, c
 	if g := commonFactor(s, c); g > 1 {
 		s, c = a.divExact(s, g), c/g
 		if c == 1 {
@@ -452,7 +478,7 @@ func (a *Analyzer) divSum(s sum, c int64) sum {
 		q.c += floorDiv(b.Min, c)
 		return q
 	}
-	if d, ok := a.divResidue(orig, origC); ok {
+	if d, ok := a.divResidue(whole, wholeC); ok {
 		return d
 	}
 	// floordiv(floordiv(x, d), c) = floordiv(x, d*c) for positive d, c.
@@ -464,7 +490,7 @@ func (a *Analyzer) divSum(s sum, c int64) sum {
 			}
 		}
 	}
-	q.addTerm(1, ir.FloorDiv(a.fromSum(r), ir.IntImmOf(s.t, c)))
+	q.addTerm(1, a.divModAtom(ir.OpFloorDiv, r, c, orig))
 	return q
 }
 
@@ -495,12 +521,17 @@ func (a *Analyzer) divResidue(s sum, c int64) (sum, bool) {
 }
 
 // modSum is the canonical form of floormod(s, c) for a constant c != 0.
-func (a *Analyzer) modSum(s sum, c int64) sum {
+func (a *Analyzer) modSum(s sum, c int64) sum { return a.modSumOf(s, c, nil) }
+
+// modSumOf is modSum for orig, floormod of an expression whose canonical
+// form is s by c (nil: none), which is reused as the result when it is
+// the floormod atom the result would be built as.
+func (a *Analyzer) modSumOf(s sum, c int64, orig *ir.Binary) sum {
 	if s.isConst() {
 		return sum{c: floorMod(s.c, c), t: s.t}
 	}
 	if c < 0 {
-		return a.atom(ir.FloorMod(a.fromSum(s), ir.IntImmOf(s.t, c)))
+		return a.atom(a.divModAtom(ir.OpFloorMod, s, c, orig))
 	}
 	if c == 1 {
 		return sum{t: s.t}
@@ -529,7 +560,19 @@ func (a *Analyzer) modSum(s sum, c int64) sum {
 			}
 		}
 	}
-	return a.atom(ir.FloorMod(a.fromSum(r), ir.IntImmOf(s.t, c)))
+	return a.atom(a.divModAtom(ir.OpFloorMod, r, c, orig))
+}
+
+// divModAtom is op(fromSum(r), c) for op floordiv or floormod: orig when
+// it is that expression already, built otherwise.
+func (a *Analyzer) divModAtom(op ir.BinOp, r sum, c int64, orig *ir.Binary) ir.Expr {
+	if orig != nil && orig.Op() == op && isImm(orig.B(), r.t, c) && orig.A().DType() == r.t && a.sumIs(r, orig.A()) {
+		return orig
+	}
+	if op == ir.OpFloorDiv {
+		return ir.FloorDiv(a.fromSum(r), ir.IntImmOf(r.t, c))
+	}
+	return ir.FloorMod(a.fromSum(r), ir.IntImmOf(r.t, c))
 }
 
 // needsFuse reports whether a sum has a floormod term, or floordiv-by-2
@@ -634,6 +677,83 @@ func (a *Analyzer) fuseDivMod(s *sum) {
 			break
 		}
 	}
+}
+
+// isImm reports whether e is the integer constant v of dtype t.
+func isImm(e ir.Expr, t ir.DType, v int64) bool {
+	c, ok := e.(*ir.IntImm)
+	return ok && c.DType() == t && c.Value() == v
+}
+
+// sameOperands reports whether b's operands have one dtype: then
+// ir.NewBinary(b.Op(), b.A(), b.B()) builds b again, unchanged.
+func sameOperands(b *ir.Binary) bool { return b.A().DType() == b.B().DType() }
+
+// sumIs reports whether e is what fromSum(s) builds, without building it:
+// then e can stand for s's expression and the allocations of building it
+// again are saved. A sum fromSum would fuse terms of is never matched.
+func (a *Analyzer) sumIs(s sum, e ir.Expr) bool {
+	t := s.t
+	if t == ir.Invalid {
+		t = ir.Int32
+	}
+	if len(s.terms) == 0 {
+		return isImm(e, t, s.c)
+	}
+	var buf [8]term
+	if len(s.terms) > len(buf) || needsFuse(s.terms) {
+		return false
+	}
+	terms := buf[:copy(buf[:], s.terms)]
+	// fromSum's order: stable insertion sort by decreasing coefficient.
+	for i := 1; i < len(terms); i++ {
+		for j := i; j > 0 && terms[j].k > terms[j-1].k; j-- {
+			terms[j], terms[j-1] = terms[j-1], terms[j]
+		}
+	}
+	// mulIs reports whether e is fromSum's mul(x, k).
+	mulIs := func(e, x ir.Expr, k int64) bool {
+		if k == 1 {
+			return ir.SameExpr(e, x)
+		}
+		b, ok := e.(*ir.Binary)
+		return ok && b.Op() == ir.OpMul && sameOperands(b) && isImm(b.B(), t, k) && ir.SameExpr(b.A(), x)
+	}
+	// step peels op(rest, operand) off e and returns rest.
+	step := func(e ir.Expr, op ir.BinOp) (*ir.Binary, bool) {
+		b, ok := e.(*ir.Binary)
+		return b, ok && b.Op() == op && sameOperands(b)
+	}
+	c := s.c
+	head := terms[0]
+	headTakesC := head.k <= 0 && c > 0 // c - x*k leads the sum
+	if !headTakesC && c != 0 {
+		op, v := ir.OpAdd, c
+		if c < 0 {
+			op, v = ir.OpSub, -c
+		}
+		b, ok := step(e, op)
+		if !ok || !isImm(b.B(), t, v) {
+			return false
+		}
+		e = b.A()
+	}
+	for i := len(terms) - 1; i >= 1; i-- {
+		op, k := ir.OpAdd, terms[i].k
+		if k < 0 {
+			op, k = ir.OpSub, -k
+		}
+		b, ok := step(e, op)
+		if !ok || !mulIs(b.B(), terms[i].x, k) {
+			return false
+		}
+		e = b.A()
+	}
+	if headTakesC {
+		b, ok := step(e, ir.OpSub)
+		return ok && isImm(b.A(), t, c) && mulIs(b.B(), head.x, -head.k)
+	}
+	return mulIs(e, head.x, head.k)
 }
 
 // fromSum builds the expression of a canonical sum: terms with positive

@@ -303,19 +303,28 @@ func firstNonNil(x, y ir.Expr) ir.Expr {
 	return y
 }
 
-// boundFromSets bounds e with each relaxed variable bounded by the constant
-// bounds of its set's ends.
+// boundFromSets bounds e with each relaxed variable it uses bounded by
+// the constant bounds of its set's ends (taken before any is rebound).
+// The variables of dom that e does not use are left alone: they cannot
+// change its bound.
 func (a *Analyzer) boundFromSets(e ir.Expr, dom map[*ir.Var]IntSet) Bound {
 	type saved struct {
-		v   *ir.Var
-		b   Bound
-		had bool
+		v      *ir.Var
+		b, old Bound
+		had    bool
 	}
 	var buf [16]saved
-	olds := buf[:0]
-	for v, s := range dom {
-		old, had := a.bounds[v]
-		olds = append(olds, saved{v, old, had})
+	vs := buf[:0]
+	ir.UsesVar(e, func(v *ir.Var) bool {
+		s, ok := dom[v]
+		if !ok {
+			return false
+		}
+		for _, x := range vs {
+			if x.v == v {
+				return false
+			}
+		}
 		b := Everything()
 		if s.Min != nil {
 			b.Min = a.Bound(s.Min).Min
@@ -323,12 +332,17 @@ func (a *Analyzer) boundFromSets(e ir.Expr, dom map[*ir.Var]IntSet) Bound {
 		if s.Max != nil {
 			b.Max = a.Bound(s.Max).Max
 		}
-		a.bounds[v] = b
+		vs = append(vs, saved{v: v, b: b})
+		return false
+	})
+	for i := range vs {
+		vs[i].old, vs[i].had = a.bounds[vs[i].v]
+		a.bounds[vs[i].v] = vs[i].b
 	}
 	out := a.Bound(e)
-	for _, o := range olds {
+	for _, o := range vs {
 		if o.had {
-			a.bounds[o.v] = o.b
+			a.bounds[o.v] = o.old
 		} else {
 			delete(a.bounds, o.v)
 		}

@@ -55,10 +55,13 @@
 // instruction counts do not (valgrind --tool=callgrind on the benchmark
 // binary, with GODEBUG=asyncpreemptoff=1, at two -benchtime counts, the
 // difference divided by the difference of counts): a C2D replay executes
-// about 3.2 million instructions, 2.2 million of them outside the garbage
-// collector (GOGC=off), in about 1,480 allocations of 167 KB in all; a
-// dense one 1.7 and 1.2 million, in about 890 allocations of 104 KB. The
-// static verdict's figures are in kernels/verdict. Most of the time goes to
+// about 2.2 million instructions outside the garbage collector (GOGC=off),
+// in about 1,480 allocations of 167 KB in all; a dense one 1.2 million, in
+// about 890 allocations of 104 KB. (With the collector on, callgrind
+// counts 3.2 and 1.7 million, but valgrind's slowness changes what the
+// pacer does: GODEBUG=gctrace=1 puts the collector at a few percent of
+// the time.) The static verdict's figures are in kernels/verdict. Most of
+// the time goes to
 // simplifying bindings and regions (kernels/arith), to the walks that find
 // statements in the tree, and to the garbage all of it makes: the
 // collector runs every twenty or so C2D replays, and write barriers slow

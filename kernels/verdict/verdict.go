@@ -38,20 +38,24 @@
 // (valgrind --tool=callgrind on the benchmark binary with
 // GODEBUG=asyncpreemptoff=1, at two -benchtime counts, the difference
 // divided by the difference of counts): a C2D check executes 3.0 million
-// instructions outside the garbage collector (GOGC=off) and about 3.5
-// million with it, in 2,000 allocations of 200 KB in all; a dense one 1.5
-// and 2.0 million, in 1,200 allocations of 120 KB. Of the C2D check's
-// instructions, the replay of the trace takes 58% and the postprocessors
-// 34% (VerifyGPUCode 17%, almost all of it the shared-memory compaction,
-// analysis.CompactRegion; RewriteReductionBlock 8%; RewriteCooperativeFetch
-// 6%), parsing 5%, hashing 2%. Counted over both, compute-at and
-// reverse-compute-at take 18%, Split and Fuse 21% (13% simplifying the
-// bindings under the new loops with IterMapSimplify); the canonical
-// simplifier's core (arith's toSum) is on the stack for 17% of the
-// instructions, EvalSet for 16%, allocation for 16%. The cost is spread
-// over hundreds of small simplifications and tree walks per check, none of
-// which dominates: reaching the target needs the simplifier and the region
-// analysis made several times cheaper, not one more shortcut.
+// instructions outside the garbage collector (GOGC=off), in 2,000
+// allocations of 200 KB in all, a dense one 1.5 million in 1,200
+// allocations of 120 KB. The collector itself takes 2-3% of the time
+// (GODEBUG=gctrace=1: a cycle every 20-25 checks, under 1 MB live);
+// callgrind with the collector on counts far more, but valgrind's slowness
+// changes what the pacer does, so that count is not the program's. Of
+// the C2D check's instructions, the replay of the trace takes 58% and the
+// postprocessors 34% (VerifyGPUCode 17%, almost all of it the shared-memory
+// compaction, analysis.CompactRegion; RewriteReductionBlock 8%;
+// RewriteCooperativeFetch 6%), parsing 5%, hashing 2%. Counted over
+// both, compute-at and reverse-compute-at take 18%, Split and Fuse 21%
+// (13% simplifying the bindings under the new loops with
+// IterMapSimplify); the canonical simplifier's core (arith's toSum) is
+// on the stack for 17% of the instructions, EvalSet for 16%, allocation
+// for 16%. The cost is spread over hundreds of small simplifications and
+// tree walks per check, none of which dominates: reaching the target needs
+// the simplifier and the region analysis made several times cheaper, not
+// one more shortcut.
 package verdict
 
 import (

@@ -10,7 +10,8 @@
 //   - BlockAccessRegion derives the regions a block reads and writes from
 //     its body, as TVM's GetBlockReadWriteRegion; te and the cache-stage
 //     and compute-at primitives use it.
-//
-// GPU-specific checks (VerifyGPUCode: thread and shared-memory limits)
-// belong here too when the lowering work adds them.
+//   - CompactRegion sizes a buffer to the part its blocks access, as TVM's
+//     CompactBufferAllocation: kernels/lower allocates shared and local
+//     buffers with it, and kernels/postproc's VerifyGPUCode counts shared
+//     memory with it, so the two agree by construction.
 package analysis

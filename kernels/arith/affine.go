@@ -21,9 +21,10 @@ func (a *Analyzer) DetectLinear(e ir.Expr, vars []*ir.Var) (Linear, bool) {
 	if !e.DType().IsInt() {
 		return Linear{}, false
 	}
+	defer a.release(a.mark())
 	s := a.toSum(e)
 	out := Linear{Vars: vars, Coeffs: make([]int64, len(vars))}
-	base := sum{t: s.t, c: s.c}
+	base := sum{t: s.t, c: s.c, terms: a.newTerms(len(s.terms))}
 	for _, t := range s.terms {
 		if v, ok := t.x.(*ir.Var); ok {
 			if i := slices.Index(vars, v); i >= 0 {
@@ -78,6 +79,7 @@ func (a *Analyzer) DetectIterSum(e ir.Expr) (IterSum, bool) {
 	if !e.DType().IsInt() {
 		return IterSum{}, false
 	}
+	defer a.release(a.mark())
 	s := a.toSum(e)
 	out := IterSum{Base: s.c}
 	for _, t := range s.terms {

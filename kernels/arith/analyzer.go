@@ -14,6 +14,7 @@ type Analyzer struct {
 	bounds map[*ir.Var]Bound
 	im     *iterMapper // IterMapSimplify's scratch space
 	chunk  []term      // where canonical sums take their terms from (see newTerms)
+	gen    int         // counts the chunks newTerms has allocated (see mark)
 }
 
 // NewAnalyzer returns an analyzer that knows nothing about any variable.
@@ -59,6 +60,7 @@ func (a *Analyzer) Bound(e ir.Expr) Bound {
 	t := e.DType()
 	switch {
 	case t.IsInt():
+		defer a.release(a.mark())
 		return a.boundSum(a.toSum(e))
 	case t.IsBool():
 		if c, ok := a.Simplify(e).(*ir.IntImm); ok {
@@ -83,6 +85,7 @@ func (a *Analyzer) CanProveEqual(x, y ir.Expr) bool {
 	if !x.DType().IsInt() || !y.DType().IsInt() {
 		return false
 	}
+	defer a.release(a.mark())
 	s, ok := a.binarySum(ir.OpSub, x, y)
 	if !ok {
 		s = a.toSum(ir.Sub(x, y))
@@ -98,6 +101,7 @@ func (a *Analyzer) ConstDiff(x, y ir.Expr) (int64, bool) {
 	if ir.SameExpr(x, y) {
 		return 0, true
 	}
+	defer a.release(a.mark())
 	s, ok := a.binarySum(ir.OpSub, x, y)
 	if !ok {
 		s = a.toSum(ir.Sub(x, y))
@@ -121,9 +125,14 @@ func (a *Analyzer) Simplify(e ir.Expr) ir.Expr {
 		return e // already canonical
 	}
 	t := e.DType()
+	defer a.release(a.mark())
 	switch {
 	case t.IsInt():
-		return a.fromSum(a.toSum(e))
+		s := a.toSum(e)
+		if a.sumIs(s, e) {
+			return e // already in canonical form
+		}
+		return a.fromSum(s)
 	case t.IsBool():
 		return a.simplifyBool(e)
 	}
@@ -214,7 +223,7 @@ func (a *Analyzer) simplifyCompare(x *ir.Binary) ir.Expr {
 	l, r := a.Simplify(x.A()), a.Simplify(x.B())
 	if l.DType().IsInt() {
 		ds := a.shallowSum(l)
-		ds.addSum(a.shallowSum(r), -1)
+		a.addSumTo(&ds, a.shallowSum(r), -1)
 		d := a.boundSum(ds)
 		switch op {
 		case ir.OpLT:

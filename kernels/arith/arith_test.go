@@ -2,6 +2,7 @@ package arith
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -476,5 +477,102 @@ func TestDetectLinear(t *testing.T) {
 	}
 	if _, ok := a.DetectLinear(ir.FloorDiv(v.i, c(2)), []*ir.Var{v.i}); ok {
 		t.Errorf("DetectLinear(i // 2) succeeded")
+	}
+}
+
+// TestAnalyzerReuse: one analyzer answering many questions in a row (it
+// hands the terms of its canonical sums back after each call, see mark)
+// answers each exactly as a fresh analyzer does.
+func TestAnalyzerReuse(t *testing.T) {
+	r := testRand(t)
+	v := newVars()
+	vs := []*ir.Var{v.i, v.j, v.k, v.x}
+	long := NewAnalyzer()
+	for _, w := range vs[:3] {
+		long.BindRange(w, 0, 7)
+	}
+	for iter := 0; iter < 1500; iter++ {
+		e, f := randExpr(r, vs, 4), randExpr(r, vs, 3)
+		fresh := NewAnalyzer()
+		for _, w := range vs[:3] {
+			fresh.BindRange(w, 0, 7)
+		}
+		dom := map[*ir.Var]IntSet{v.j: RangeSet(0, 7), v.k: IntervalSet(v.i, ir.Add(v.i, c(3)))}
+		ask := func(a *Analyzer) string {
+			set := a.EvalSet(e, dom)
+			lin, ok := a.DetectLinear(e, []*ir.Var{v.i, v.j})
+			base := "-"
+			if ok {
+				base = ir.ExprString(lin.Base)
+			}
+			d, dok := a.ConstDiff(e, f)
+			rg := "-"
+			if x, ok := a.ToRange(a.Union(set, a.EvalSet(f, dom))); ok {
+				rg = ir.ExprString(x.Min) + " ext " + ir.ExprString(x.Extent)
+			}
+			return fmt.Sprintf("%s | %v | %s %v | %v %v | %d %v | %s", ir.ExprString(a.Simplify(e)), a.Bound(e), set, base,
+				a.CanProveEqual(e, f), lin.Coeffs, d, dok, rg)
+		}
+		if got, want := ask(long), ask(fresh); got != want {
+			t.Fatalf("%s, %s: a reused analyzer answers\n%s\nwhere a fresh one answers\n%s", ir.ExprString(e), ir.ExprString(f), got, want)
+		}
+	}
+}
+
+// TestSumIs: sumIs(s, e) holds only when fromSum(s) builds e again (the
+// soundness that lets Simplify and toSum return an expression instead of
+// rebuilding it), and holds for what fromSum built (unless it fuses).
+func TestSumIs(t *testing.T) {
+	r := testRand(t)
+	v := newVars()
+	vs := []*ir.Var{v.i, v.j, v.k, v.x}
+	a := NewAnalyzer()
+	for _, w := range vs[:3] {
+		a.BindRange(w, 0, 9)
+	}
+	matched := 0
+	for iter := 0; iter < 3000; iter++ {
+		e := randExpr(r, vs, 4)
+		if !e.DType().IsInt() {
+			continue
+		}
+		m := a.mark()
+		s := a.toSum(e)
+		built := a.fromSum(s)
+		for _, x := range []ir.Expr{e, built, a.Simplify(e), a.Simplify(built)} {
+			if a.sumIs(s, x) != ir.SameExpr(x, built) && !(needsFuse(s.terms) || len(s.terms) > 8) {
+				t.Fatalf("sumIs(toSum(%s), %s) = %v, but fromSum builds %s", ir.ExprString(e), ir.ExprString(x), a.sumIs(s, x), ir.ExprString(built))
+			}
+			if a.sumIs(s, x) && !ir.SameExpr(x, built) {
+				t.Fatalf("sumIs(toSum(%s), %s) holds, but fromSum builds %s", ir.ExprString(e), ir.ExprString(x), ir.ExprString(built))
+			}
+		}
+		if a.sumIs(s, e) {
+			matched++
+		}
+		a.release(m)
+	}
+	if matched == 0 {
+		t.Error("no random expression was in canonical form already")
+	}
+	// Mismatches by one detail each.
+	i, j := v.i, v.j
+	s := sum{t: ir.Int32, c: -3, terms: []term{{2, i}, {-1, j}}}
+	for _, x := range []ir.Expr{
+		ir.Sub(ir.Sub(ir.Mul(i, c(2)), j), c(2)),                     // constant
+		ir.Sub(ir.Add(ir.Mul(i, c(2)), j), c(3)),                     // sign of a term
+		ir.Sub(ir.Sub(ir.Mul(j, c(2)), i), c(3)),                     // order
+		ir.Sub(ir.Sub(ir.Mul(i, ir.IntImmOf(ir.Int64, 2)), j), c(3)), // dtype of a coefficient
+		ir.Add(ir.Sub(ir.Mul(i, c(2)), j), ir.Int(-3)),               // form of the constant
+	} {
+		if a.sumIs(s, x) {
+			t.Errorf("sumIs(2*i - j - 3, %s) holds", ir.ExprString(x))
+		}
+	}
+	if want := ir.Sub(ir.Sub(ir.Mul(i, c(2)), j), c(3)); !a.sumIs(s, want) {
+		t.Errorf("sumIs(2*i - j - 3, %s) does not hold", ir.ExprString(want))
+	}
+	if want := ir.Sub(c(3), ir.Mul(j, c(2))); !a.sumIs(sum{t: ir.Int32, c: 3, terms: []term{{-2, j}}}, want) {
+		t.Errorf("sumIs(3 - 2*j, %s) does not hold", ir.ExprString(want))
 	}
 }

@@ -46,15 +46,29 @@ func (s *sum) addSum(o sum, k int64) {
 	s.c += o.c * k
 }
 
-func (s sum) scaled(k int64) sum {
+// addSumTo is s.addSum(o, k) with room for o's terms made in s first,
+// from the analyzer's chunk (see reserve).
+func (a *Analyzer) addSumTo(s *sum, o sum, k int64) {
+	a.reserve(s, len(o.terms))
+	s.addSum(o, k)
+}
+
+// scaled returns k*s in a new term list.
+func (a *Analyzer) scaled(s sum, k int64) sum {
 	if k == 0 {
 		return sum{t: s.t}
 	}
-	out := sum{terms: make([]term, len(s.terms)), c: s.c * k, t: s.t}
+	out := sum{terms: a.newTerms(len(s.terms))[:len(s.terms)], c: s.c * k, t: s.t}
 	for i, t := range s.terms {
 		out.terms[i] = term{t.k * k, t.x}
 	}
 	return out
+}
+
+// clone returns a copy of s with its own term list.
+func (a *Analyzer) clone(s sum) sum {
+	s.terms = append(a.newTerms(len(s.terms)), s.terms...)
+	return s
 }
 
 // scaleInPlace multiplies s by k, reusing its term list (which the caller
@@ -94,10 +108,31 @@ func (a *Analyzer) newTerms(n int) []term {
 			size = 64
 		}
 		a.chunk = make([]term, 0, max(size, n))
+		a.gen++
 	}
 	i := len(a.chunk)
 	a.chunk = a.chunk[:i+n]
 	return a.chunk[i : i : i+n]
+}
+
+// A chunkMark is where the analyzer's chunk stood when a call began.
+type chunkMark struct{ len, gen int }
+
+// mark and release bracket a call that builds canonical sums and returns
+// none of them (Simplify, Bound, EvalSet: sums never leave the package's
+// unexported functions): release hands back the terms the call took from
+// the chunk, so that the next call reuses them. Terms taken before the
+// mark stay, the lists of callers up the stack among them; a chunk
+// allocated since the mark holds only the call's own terms and is handed
+// back whole.
+func (a *Analyzer) mark() chunkMark { return chunkMark{len(a.chunk), a.gen} }
+
+func (a *Analyzer) release(m chunkMark) {
+	if a.gen == m.gen {
+		a.chunk = a.chunk[:m.len]
+	} else {
+		a.chunk = a.chunk[:0]
+	}
 }
 
 // toSum puts an integer expression in canonical form; atoms come out
@@ -122,6 +157,9 @@ func (a *Analyzer) toSum(e ir.Expr) sum {
 			case sa.isConst():
 				return sb.scaleInPlace(sa.c)
 			}
+			if sameOperands(x) && a.sumIs(sa, x.A()) && a.sumIs(sb, x.B()) {
+				return a.atom(x) // already in canonical form
+			}
 			return a.atom(ir.Mul(a.fromSum(sa), a.fromSum(sb)))
 		case ir.OpFloorDiv, ir.OpFloorMod, ir.OpDiv, ir.OpMod:
 			sa, sb := a.toSum(x.A()), a.toSum(x.B())
@@ -137,9 +175,9 @@ func (a *Analyzer) toSum(e ir.Expr) sum {
 			if sb.isConst() && sb.c != 0 {
 				switch op {
 				case ir.OpFloorDiv:
-					return a.divSum(sa, sb.c)
+					return a.divSumOf(sa, sb.c, x)
 				case ir.OpFloorMod:
-					return a.modSum(sa, sb.c)
+					return a.modSumOf(sa, sb.c, x)
 				case ir.OpDiv:
 					if sa.isConst() {
 						return sum{c: sa.c / sb.c, t: t}
@@ -150,15 +188,21 @@ func (a *Analyzer) toSum(e ir.Expr) sum {
 					}
 				}
 			}
+			if op == x.Op() && sameOperands(x) && a.sumIs(sa, x.A()) && a.sumIs(sb, x.B()) {
+				return a.atom(x) // already in canonical form
+			}
 			return a.atom(ir.NewBinary(op, a.fromSum(sa), a.fromSum(sb)))
 		case ir.OpMin, ir.OpMax:
-			return a.minMax(x.Op(), a.Simplify(x.A()), a.Simplify(x.B()))
+			return a.minMaxOf(x.Op(), a.Simplify(x.A()), a.Simplify(x.B()), x)
 		}
 	case *ir.Cast:
 		if x.A().DType().IsInt() {
 			inner := a.toSum(x.A())
 			if inner.isConst() {
 				return sum{c: inner.c, t: t}
+			}
+			if x.A().DType() != t && a.sumIs(inner, x.A()) {
+				return a.atom(x) // already in canonical form
 			}
 			return a.atom(ir.CastTo(t, a.fromSum(inner)))
 		}
@@ -306,15 +350,15 @@ func (a *Analyzer) shallowSum(e ir.Expr) sum {
 			if x.Op() == ir.OpSub {
 				k = -1
 			}
-			s.addSum(a.shallowSum(x.B()), k)
+			a.addSumTo(&s, a.shallowSum(x.B()), k)
 			s.t = t
 			return s
 		case ir.OpMul:
 			if c, ok := ir.IsConstInt(x.B()); ok {
-				return a.shallowSum(x.A()).scaled(c)
+				return a.scaled(a.shallowSum(x.A()), c)
 			}
 			if c, ok := ir.IsConstInt(x.A()); ok {
-				return a.shallowSum(x.B()).scaled(c)
+				return a.scaled(a.shallowSum(x.B()), c)
 			}
 		}
 	}
@@ -330,9 +374,15 @@ func (a *Analyzer) boundSimplified(e ir.Expr) Bound {
 }
 
 func (a *Analyzer) minMax(op ir.BinOp, l, r ir.Expr) sum {
+	return a.minMaxOf(op, l, r, nil)
+}
+
+// minMaxOf is minMax for orig, min or max of operands that simplify to l
+// and r; orig is the atom when it is l op r already (nil: none).
+func (a *Analyzer) minMaxOf(op ir.BinOp, l, r ir.Expr, orig *ir.Binary) sum {
 	t := l.DType()
 	ds := a.shallowSum(l)
-	ds.addSum(a.shallowSum(r), -1)
+	a.addSumTo(&ds, a.shallowSum(r), -1)
 	d := a.boundSum(ds)
 	pickLeft := op == ir.OpMin && d.Max <= 0 || op == ir.OpMax && d.Min >= 0
 	pickRight := op == ir.OpMin && d.Min >= 0 || op == ir.OpMax && d.Max <= 0
@@ -342,7 +392,13 @@ func (a *Analyzer) minMax(op ir.BinOp, l, r ir.Expr) sum {
 	case pickRight:
 		return a.shallowSum(r)
 	}
-	s := a.atom(ir.NewBinary(op, l, r))
+	var x ir.Expr
+	if orig != nil && orig.Op() == op && orig.A() == l && orig.B() == r && sameOperands(orig) {
+		x = orig // already in canonical form
+	} else {
+		x = ir.NewBinary(op, l, r)
+	}
+	s := a.atom(x)
 	s.t = t
 	return s
 }
@@ -372,8 +428,8 @@ func commonFactor(s sum, c int64) int64 {
 	return g
 }
 
-func (s sum) divExact(g int64) sum {
-	out := sum{terms: make([]term, len(s.terms)), c: s.c / g, t: s.t}
+func (a *Analyzer) divExact(s sum, g int64) sum {
+	out := sum{terms: a.newTerms(len(s.terms))[:len(s.terms)], c: s.c / g, t: s.t}
 	for i, t := range s.terms {
 		out.terms[i] = term{t.k / g, t.x}
 	}
@@ -384,19 +440,24 @@ func (s sum) divExact(g int64) sum {
 // It uses floordiv(c*q + r, c) = q + floordiv(r, c), which holds for any
 // integer q, and removes floordiv(r, c) when r's bounds lie within one
 // multiple of c.
-func (a *Analyzer) divSum(s sum, c int64) sum {
+func (a *Analyzer) divSum(s sum, c int64) sum { return a.divSumOf(s, c, nil) }
+
+// divSumOf is divSum for orig, floordiv of an expression whose canonical
+// form is s by c (nil: none), which is reused as the floordiv atom of the
+// result when it is that atom already.
+func (a *Analyzer) divSumOf(s sum, c int64, orig *ir.Binary) sum {
 	if s.isConst() {
 		return sum{c: floorDiv(s.c, c), t: s.t}
 	}
 	if c < 0 {
-		return a.atom(ir.FloorDiv(a.fromSum(s), ir.IntImmOf(s.t, c)))
+		return a.atom(a.divModAtom(ir.OpFloorDiv, s, c, orig))
 	}
 	if c == 1 {
 		return s
 	}
-	orig, origC := s, c
+	whole, wholeC := s, c
 	if g := commonFactor(s, c); g > 1 {
-		s, c = s.divExact(g), c/g
+		s, c = a.divExact(s, g), c/g
 		if c == 1 {
 			return s
 		}
@@ -417,19 +478,19 @@ func (a *Analyzer) divSum(s sum, c int64) sum {
 		q.c += floorDiv(b.Min, c)
 		return q
 	}
-	if d, ok := a.divResidue(orig, origC); ok {
+	if d, ok := a.divResidue(whole, wholeC); ok {
 		return d
 	}
 	// floordiv(floordiv(x, d), c) = floordiv(x, d*c) for positive d, c.
 	if len(r.terms) == 1 && r.terms[0].k == 1 && r.c == 0 {
 		if in, ok := r.terms[0].x.(*ir.Binary); ok && in.Op() == ir.OpFloorDiv {
 			if d, ok := ir.IsConstInt(in.B()); ok && d > 0 && d <= PosInf/c {
-				q.addSum(a.divSum(a.shallowSum(in.A()), d*c), 1)
+				a.addSumTo(&q, a.divSum(a.shallowSum(in.A()), d*c), 1)
 				return q
 			}
 		}
 	}
-	q.addTerm(1, ir.FloorDiv(a.fromSum(r), ir.IntImmOf(s.t, c)))
+	q.addTerm(1, a.divModAtom(ir.OpFloorDiv, r, c, orig))
 	return q
 }
 
@@ -450,7 +511,7 @@ func (a *Analyzer) divResidue(s sum, c int64) (sum, bool) {
 	if !b.Finite() || floorDiv(b.Min, c) != floorDiv(b.Max, c) {
 		return sum{}, false
 	}
-	q := sum{t: s.t, c: floorDiv(s.c, c) + floorDiv(b.Min, c), terms: make([]term, 0, len(s.terms))}
+	q := sum{t: s.t, c: floorDiv(s.c, c) + floorDiv(b.Min, c), terms: a.newTerms(len(s.terms))}
 	for _, t := range s.terms {
 		if k := floorDiv(t.k, c); k != 0 {
 			q.addTerm(k, t.x)
@@ -460,12 +521,17 @@ func (a *Analyzer) divResidue(s sum, c int64) (sum, bool) {
 }
 
 // modSum is the canonical form of floormod(s, c) for a constant c != 0.
-func (a *Analyzer) modSum(s sum, c int64) sum {
+func (a *Analyzer) modSum(s sum, c int64) sum { return a.modSumOf(s, c, nil) }
+
+// modSumOf is modSum for orig, floormod of an expression whose canonical
+// form is s by c (nil: none), which is reused as the result when it is
+// the floormod atom the result would be built as.
+func (a *Analyzer) modSumOf(s sum, c int64, orig *ir.Binary) sum {
 	if s.isConst() {
 		return sum{c: floorMod(s.c, c), t: s.t}
 	}
 	if c < 0 {
-		return a.atom(ir.FloorMod(a.fromSum(s), ir.IntImmOf(s.t, c)))
+		return a.atom(a.divModAtom(ir.OpFloorMod, s, c, orig))
 	}
 	if c == 1 {
 		return sum{t: s.t}
@@ -480,7 +546,7 @@ func (a *Analyzer) modSum(s sum, c int64) sum {
 	}
 	// floormod(g*x, g*c) = g*floormod(x, c).
 	if g := commonFactor(r, c); g > 1 {
-		return a.modSum(r.divExact(g), c/g).scaled(g)
+		return a.scaled(a.modSum(a.divExact(r, g), c/g), g)
 	}
 	if b := a.boundSum(r); b.Finite() && floorDiv(b.Min, c) == floorDiv(b.Max, c) {
 		r.c -= c * floorDiv(b.Min, c)
@@ -494,7 +560,19 @@ func (a *Analyzer) modSum(s sum, c int64) sum {
 			}
 		}
 	}
-	return a.atom(ir.FloorMod(a.fromSum(r), ir.IntImmOf(s.t, c)))
+	return a.atom(a.divModAtom(ir.OpFloorMod, r, c, orig))
+}
+
+// divModAtom is op(fromSum(r), c) for op floordiv or floormod: orig when
+// it is that expression already, built otherwise.
+func (a *Analyzer) divModAtom(op ir.BinOp, r sum, c int64, orig *ir.Binary) ir.Expr {
+	if orig != nil && orig.Op() == op && isImm(orig.B(), r.t, c) && orig.A().DType() == r.t && a.sumIs(r, orig.A()) {
+		return orig
+	}
+	if op == ir.OpFloorDiv {
+		return ir.FloorDiv(a.fromSum(r), ir.IntImmOf(r.t, c))
+	}
+	return ir.FloorMod(a.fromSum(r), ir.IntImmOf(r.t, c))
 }
 
 // needsFuse reports whether a sum has a floormod term, or floordiv-by-2
@@ -562,7 +640,7 @@ func (a *Analyzer) fuseHalves(s *sum) {
 			hi, lo := max(i, j), min(i, j)
 			s.terms = slices.Delete(s.terms, hi, hi+1)
 			s.terms = slices.Delete(s.terms, lo, lo+1)
-			s.addSum(a.modSum(x, 2), k*(floorMod(c1, 2)-floorMod(c2, 2)))
+			a.addSumTo(s, a.modSum(x, 2), k*(floorMod(c1, 2)-floorMod(c2, 2)))
 			s.c += k * (floorDiv(c1, 2) - floorDiv(c2, 2))
 			i = -1 // start over: the sum changed
 			break
@@ -594,11 +672,88 @@ func (a *Analyzer) fuseDivMod(s *sum) {
 			hi, lo := max(i, j), min(i, j)
 			s.terms = slices.Delete(s.terms, hi, hi+1)
 			s.terms = slices.Delete(s.terms, lo, lo+1)
-			s.addSum(a.shallowSum(x), k)
+			a.addSumTo(s, a.shallowSum(x), k)
 			i = -1 // start over: the sum changed
 			break
 		}
 	}
+}
+
+// isImm reports whether e is the integer constant v of dtype t.
+func isImm(e ir.Expr, t ir.DType, v int64) bool {
+	c, ok := e.(*ir.IntImm)
+	return ok && c.DType() == t && c.Value() == v
+}
+
+// sameOperands reports whether b's operands have one dtype: then
+// ir.NewBinary(b.Op(), b.A(), b.B()) builds b again, unchanged.
+func sameOperands(b *ir.Binary) bool { return b.A().DType() == b.B().DType() }
+
+// sumIs reports whether e is what fromSum(s) builds, without building it:
+// then e can stand for s's expression and the allocations of building it
+// again are saved. A sum fromSum would fuse terms of is never matched.
+func (a *Analyzer) sumIs(s sum, e ir.Expr) bool {
+	t := s.t
+	if t == ir.Invalid {
+		t = ir.Int32
+	}
+	if len(s.terms) == 0 {
+		return isImm(e, t, s.c)
+	}
+	var buf [8]term
+	if len(s.terms) > len(buf) || needsFuse(s.terms) {
+		return false
+	}
+	terms := buf[:copy(buf[:], s.terms)]
+	// fromSum's order: stable insertion sort by decreasing coefficient.
+	for i := 1; i < len(terms); i++ {
+		for j := i; j > 0 && terms[j].k > terms[j-1].k; j-- {
+			terms[j], terms[j-1] = terms[j-1], terms[j]
+		}
+	}
+	// mulIs reports whether e is fromSum's mul(x, k).
+	mulIs := func(e, x ir.Expr, k int64) bool {
+		if k == 1 {
+			return ir.SameExpr(e, x)
+		}
+		b, ok := e.(*ir.Binary)
+		return ok && b.Op() == ir.OpMul && sameOperands(b) && isImm(b.B(), t, k) && ir.SameExpr(b.A(), x)
+	}
+	// step peels op(rest, operand) off e and returns rest.
+	step := func(e ir.Expr, op ir.BinOp) (*ir.Binary, bool) {
+		b, ok := e.(*ir.Binary)
+		return b, ok && b.Op() == op && sameOperands(b)
+	}
+	c := s.c
+	head := terms[0]
+	headTakesC := head.k <= 0 && c > 0 // c - x*k leads the sum
+	if !headTakesC && c != 0 {
+		op, v := ir.OpAdd, c
+		if c < 0 {
+			op, v = ir.OpSub, -c
+		}
+		b, ok := step(e, op)
+		if !ok || !isImm(b.B(), t, v) {
+			return false
+		}
+		e = b.A()
+	}
+	for i := len(terms) - 1; i >= 1; i-- {
+		op, k := ir.OpAdd, terms[i].k
+		if k < 0 {
+			op, k = ir.OpSub, -k
+		}
+		b, ok := step(e, op)
+		if !ok || !mulIs(b.B(), terms[i].x, k) {
+			return false
+		}
+		e = b.A()
+	}
+	if headTakesC {
+		b, ok := step(e, ir.OpSub)
+		return ok && isImm(b.A(), t, c) && mulIs(b.B(), head.x, -head.k)
+	}
+	return mulIs(e, head.x, head.k)
 }
 
 // fromSum builds the expression of a canonical sum: terms with positive
@@ -619,7 +774,7 @@ func (a *Analyzer) fromSum(s sum) ir.Expr {
 		n := copy(buf[:], s.terms)
 		terms = buf[:n]
 	} else {
-		s.terms = slices.Clone(s.terms)
+		s = a.clone(s)
 		a.fuseHalves(&s)
 		a.fuseDivMod(&s)
 		terms = s.terms

@@ -1,8 +1,6 @@
 package arith
 
 import (
-	"slices"
-
 	"dragonx/kernels/ir"
 )
 
@@ -104,6 +102,7 @@ func (a *Analyzer) ToRange(s IntSet) (ir.Range, bool) {
 		// A point: what the simplifier makes of max - min + 1.
 		return ir.Range{Min: s.Min, Extent: ir.IntImmOf(s.Min.DType(), 1)}, true
 	}
+	defer a.release(a.mark())
 	if d, ok := a.binarySum(ir.OpSub, s.Max, s.Min); ok {
 		d.c++ // max - min + 1, not built
 		return ir.Range{Min: s.Min, Extent: a.fromSum(d)}, true
@@ -117,6 +116,7 @@ func (a *Analyzer) RangeToSet(r ir.Range) IntSet {
 		// min + 1 - 1 simplifies as min does.
 		return IntSet{r.Min, a.Simplify(r.Min)}
 	}
+	defer a.release(a.mark())
 	if s, ok := a.binarySum(ir.OpAdd, r.Min, r.Extent); ok {
 		s.c-- // min + extent - 1, not built
 		return IntSet{r.Min, a.fromSum(s)}
@@ -138,10 +138,11 @@ func (a *Analyzer) EvalSet(e ir.Expr, dom map[*ir.Var]IntSet) IntSet {
 		s := a.Simplify(e)
 		return IntSet{s, s}
 	}
+	defer a.release(a.mark())
 	s := a.toSum(e)
 	t := s.t
-	lo := sum{t: t, c: s.c}
-	hi := sum{t: t, c: s.c}
+	lo := sum{t: t, c: s.c, terms: a.newTerms(len(s.terms))}
+	hi := sum{t: t, c: s.c, terms: a.newTerms(len(s.terms))}
 	loInf, hiInf := false, false
 	for _, tm := range s.terms {
 		if !ir.UsesVar(tm.x, func(v *ir.Var) bool { _, ok := dom[v]; return ok }) {
@@ -161,12 +162,12 @@ func (a *Analyzer) EvalSet(e ir.Expr, dom map[*ir.Var]IntSet) IntSet {
 		if set.Min == nil {
 			loInf = true
 		} else {
-			lo.addSum(a.shallowSum(set.Min), tm.k)
+			a.addSumTo(&lo, a.shallowSum(set.Min), tm.k)
 		}
 		if set.Max == nil {
 			hiInf = true
 		} else {
-			hi.addSum(a.shallowSum(set.Max), tm.k)
+			a.addSumTo(&hi, a.shallowSum(set.Max), tm.k)
 		}
 	}
 	var out IntSet
@@ -258,8 +259,8 @@ func (a *Analyzer) evalAtomSet(e ir.Expr, dom map[*ir.Var]IntSet) IntSet {
 func (a *Analyzer) evalDivModAligned(op ir.BinOp, x ir.Expr, c int64, dom map[*ir.Var]IntSet) (IntSet, bool) {
 	s := a.toSum(x)
 	relaxed := func(v *ir.Var) bool { _, ok := dom[v]; return ok }
-	sym := sum{t: s.t}
-	rel := sum{t: s.t, c: s.c}
+	sym := sum{t: s.t, terms: a.newTerms(len(s.terms))}
+	rel := sum{t: s.t, c: s.c, terms: a.newTerms(len(s.terms))}
 	g := c
 	for _, tm := range s.terms {
 		if ir.UsesVar(tm.x, relaxed) {
@@ -289,10 +290,9 @@ func (a *Analyzer) evalDivModAligned(op ir.BinOp, x ir.Expr, c int64, dom map[*i
 	if !in.Bounded() {
 		return IntSet{}, false
 	}
-	lo := sum{terms: slices.Clone(base.terms), c: base.c, t: base.t}
-	hi := sum{terms: slices.Clone(base.terms), c: base.c, t: base.t}
-	lo.addSum(a.shallowSum(in.Min), 1)
-	hi.addSum(a.shallowSum(in.Max), 1)
+	lo, hi := a.clone(base), a.clone(base)
+	a.addSumTo(&lo, a.shallowSum(in.Min), 1)
+	a.addSumTo(&hi, a.shallowSum(in.Max), 1)
 	return IntSet{a.fromSum(lo), a.fromSum(hi)}, true
 }
 
@@ -303,19 +303,28 @@ func firstNonNil(x, y ir.Expr) ir.Expr {
 	return y
 }
 
-// boundFromSets bounds e with each relaxed variable bounded by the constant
-// bounds of its set's ends.
+// boundFromSets bounds e with each relaxed variable it uses bounded by
+// the constant bounds of its set's ends (taken before any is rebound).
+// The variables of dom that e does not use are left alone: they cannot
+// change its bound.
 func (a *Analyzer) boundFromSets(e ir.Expr, dom map[*ir.Var]IntSet) Bound {
 	type saved struct {
-		v   *ir.Var
-		b   Bound
-		had bool
+		v      *ir.Var
+		b, old Bound
+		had    bool
 	}
 	var buf [16]saved
-	olds := buf[:0]
-	for v, s := range dom {
-		old, had := a.bounds[v]
-		olds = append(olds, saved{v, old, had})
+	vs := buf[:0]
+	ir.UsesVar(e, func(v *ir.Var) bool {
+		s, ok := dom[v]
+		if !ok {
+			return false
+		}
+		for _, x := range vs {
+			if x.v == v {
+				return false
+			}
+		}
 		b := Everything()
 		if s.Min != nil {
 			b.Min = a.Bound(s.Min).Min
@@ -323,12 +332,17 @@ func (a *Analyzer) boundFromSets(e ir.Expr, dom map[*ir.Var]IntSet) Bound {
 		if s.Max != nil {
 			b.Max = a.Bound(s.Max).Max
 		}
-		a.bounds[v] = b
+		vs = append(vs, saved{v: v, b: b})
+		return false
+	})
+	for i := range vs {
+		vs[i].old, vs[i].had = a.bounds[vs[i].v]
+		a.bounds[vs[i].v] = vs[i].b
 	}
 	out := a.Bound(e)
-	for _, o := range olds {
+	for _, o := range vs {
 		if o.had {
-			a.bounds[o.v] = o.b
+			a.bounds[o.v] = o.old
 		} else {
 			delete(a.bounds, o.v)
 		}

@@ -16,8 +16,8 @@ import (
 // cover every instance the predicate lets run. A nil predicate, or a
 // conjunct of another form, narrows nothing.
 //
-// (kernels/postproc's VerifyGPUCode has its own copy of this rule; the two
-// must agree.)
+// (kernels/analysis.CompactRegion applies it for both the lowering's
+// allocations and VerifyGPUCode's shared-memory count.)
 func (a *Analyzer) TightenByPredicate(pred ir.Expr, dom map[*ir.Var]IntSet) {
 	if pred == nil {
 		return

@@ -3,14 +3,9 @@ package lower
 import (
 	"fmt"
 
-	"dragonx/kernels/arith"
+	"dragonx/kernels/analysis"
 	"dragonx/kernels/ir"
 )
-
-type use struct {
-	site   site
-	region ir.BufferRegion
-}
 
 // compactAll allocates the kernel's shared and local buffers, each
 // compacted as TVM's CompactBufferAllocation does: to the union of the
@@ -23,7 +18,7 @@ type use struct {
 // guard), as in VerifyGPUCode, so the sizes are the ones it checked.
 func (lw *kernelLowerer) compactAll(sites []site, scopes map[*ir.Buffer]Scope) error {
 	var bufs []*ir.Buffer
-	uses := map[*ir.Buffer][]use{}
+	uses := map[*ir.Buffer][]analysis.BufferAccess{}
 	for _, s := range sites {
 		blk := s.realize.Block
 		for _, rs := range [][]ir.BufferRegion{blk.Reads, blk.Writes} {
@@ -34,7 +29,7 @@ func (lw *kernelLowerer) compactAll(sites []site, scopes map[*ir.Buffer]Scope) e
 				if _, seen := uses[r.Buffer]; !seen {
 					bufs = append(bufs, r.Buffer)
 				}
-				uses[r.Buffer] = append(uses[r.Buffer], use{s, r})
+				uses[r.Buffer] = append(uses[r.Buffer], analysis.BufferAccess{Path: s.path, Realize: s.realize, Region: r})
 			}
 		}
 	}
@@ -59,70 +54,31 @@ func (lw *kernelLowerer) compactAll(sites []site, scopes map[*ir.Buffer]Scope) e
 	return nil
 }
 
-func (lw *kernelLowerer) compact(buf *ir.Buffer, sc Scope, us []use) (*Alloc, error) {
-	lca := us[0].site.path
-	for _, u := range us[1:] {
-		n := 0
-		for n < len(lca) && n < len(u.site.path) && lca[n] == u.site.path[n] {
-			n++
+func (lw *kernelLowerer) compact(buf *ir.Buffer, sc Scope, us []analysis.BufferAccess) (*Alloc, error) {
+	// Shared: relaxed over threadIdx and vthread; local: over vthread;
+	// both over the loops under the accesses' common ancestor, never
+	// over blockIdx.
+	relax := func(f *ir.For, under bool) bool {
+		rank := -1
+		if f.Kind == ir.ThreadBinding {
+			rank = ir.ThreadRank(f.Thread)
 		}
-		lca = lca[:n]
+		if rank == 0 || (sc == ScopeLocal && rank == 2) {
+			return false
+		}
+		return under || rank == 1 || (sc == ScopeShared && rank == 2)
 	}
-	a := lw.an
-	shape := make([]arith.IntSet, buf.Rank())
-	for _, u := range us {
-		dom := map[*ir.Var]arith.IntSet{}
-		for i, s := range u.site.path {
-			f, ok := s.(*ir.For)
-			if !ok {
-				continue
-			}
-			a.BindLoop(f)
-			rank := -1
-			if f.Kind == ir.ThreadBinding {
-				rank = ir.ThreadRank(f.Thread)
-			}
-			relax := i >= len(lca) || rank == 1 || (sc == ScopeShared && rank == 2)
-			if rank == 0 || (sc == ScopeLocal && rank == 2) {
-				relax = false
-			}
-			if relax {
-				dom[f.Var] = a.LoopSet(f)
-			}
-		}
-		a.TightenByPredicate(u.site.realize.Predicate, dom)
-		blk := u.site.realize.Block
-		bind := make(map[*ir.Var]ir.Expr, len(blk.IterVars))
-		for i, iv := range blk.IterVars {
-			if i < len(u.site.realize.IterValues) {
-				bind[iv.Var] = u.site.realize.IterValues[i]
-			}
-		}
-		for d, rg := range u.region.Region {
-			set := a.EvalSet(ir.SubstituteMap(rg.Min, bind), dom)
-			ext := a.Bound(ir.SubstituteMap(rg.Extent, bind)).Max
-			if !set.Bounded() || ext == arith.PosInf {
-				return nil, fmt.Errorf("cannot bound dimension %d of %s, which block %s accesses", d, buf.Name(), blk.Name)
-			}
-			set.Max = ir.Add(set.Max, ir.IntImmOf(set.Max.DType(), ext-1))
-			if shape[d].Min == nil {
-				shape[d] = set
-			} else {
-				shape[d] = a.Union(shape[d], set)
-			}
-		}
+	shape, exts, err := analysis.CompactRegion(lw.an, buf, us, relax)
+	if err != nil {
+		return nil, err
 	}
 	al := &Alloc{Buffer: buf, Scope: sc, Shape: make([]int64, buf.Rank()), Offset: make([]ir.Expr, buf.Rank())}
 	elems := int64(1)
 	for d, set := range shape {
-		n := a.Bound(ir.Sub(set.Max, set.Min)).Max
-		if n == arith.PosInf {
-			return nil, fmt.Errorf("cannot bound dimension %d of %s", d, buf.Name())
-		}
-		if n+1 >= buf.Shape()[d] {
+		if exts[d] >= buf.Shape()[d] {
 			al.Shape[d], al.Offset[d] = buf.Shape()[d], ir.Int(0)
 		} else {
-			al.Shape[d], al.Offset[d] = n+1, a.Simplify(ir.SubstituteMap(set.Min, lw.sub))
+			al.Shape[d], al.Offset[d] = exts[d], lw.an.Simplify(ir.SubstituteMap(set.Min, lw.sub))
 		}
 		elems *= al.Shape[d]
 	}

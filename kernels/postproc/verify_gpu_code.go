@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"dragonx/kernels/analysis"
 	"dragonx/kernels/arith"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/trace"
@@ -370,98 +371,54 @@ func (k *kernel) checkVectors(max int64) error {
 }
 
 // checkSharedMemory adds up the shared buffers the kernel's blocks access,
-// each at the size TVM's buffer compaction gives it: the region its blocks
-// access, relaxed over the loops under the point where it is allocated
-// (the lowest common ancestor of those blocks) and over the threadIdx and
-// vthread loops above it.
+// each at the size TVM's buffer compaction gives it
+// (analysis.CompactRegion, as kernels/lower allocates it): the region its
+// blocks access, relaxed over the loops under the point where it is
+// allocated (the lowest common ancestor of those blocks) and over the
+// threadIdx and vthread loops above it.
 func (k *kernel) checkSharedMemory(max int64) error {
-	type use struct {
-		site    blockSite
-		regions []ir.BufferRegion
-	}
 	var bufs []*ir.Buffer
-	uses := map[*ir.Buffer][]use{}
+	uses := map[*ir.Buffer][]analysis.BufferAccess{}
 	for _, b := range k.blocks {
 		blk := b.realize.Block
-		var rs []ir.BufferRegion
-		for _, r := range slices.Concat(blk.Reads, blk.Writes) {
-			if isShared(r.Buffer) {
-				rs = append(rs, r)
-			}
-		}
-		for _, r := range rs {
-			if _, ok := uses[r.Buffer]; !ok {
-				bufs = append(bufs, r.Buffer)
-			}
-			uses[r.Buffer] = append(uses[r.Buffer], use{b, []ir.BufferRegion{r}})
-		}
-	}
-	total := int64(0)
-	var parts []string
-	for _, buf := range bufs {
-		us := uses[buf]
-		lca := us[0].site.path
-		for _, u := range us[1:] {
-			n := 0
-			for n < len(lca) && n < len(u.site.path) && lca[n] == u.site.path[n] {
-				n++
-			}
-			lca = lca[:n]
-		}
-		a := arith.NewAnalyzer()
-		shape := make([]arith.IntSet, buf.Rank())
-		for _, u := range us {
-			dom := map[*ir.Var]arith.IntSet{}
-			for i, s := range u.site.path {
-				f, ok := s.(*ir.For)
-				if !ok {
+		for _, rs := range [][]ir.BufferRegion{blk.Reads, blk.Writes} {
+			for _, r := range rs {
+				if !isShared(r.Buffer) {
 					continue
 				}
-				a.BindLoop(f)
-				if i >= len(lca) || (f.Kind == ir.ThreadBinding && ir.ThreadRank(f.Thread) >= 1) {
-					dom[f.Var] = a.LoopSet(f)
+				if _, ok := uses[r.Buffer]; !ok {
+					bufs = append(bufs, r.Buffer)
 				}
+				uses[r.Buffer] = append(uses[r.Buffer], analysis.BufferAccess{Path: b.path, Realize: b.realize, Region: r})
 			}
-			a.TightenByPredicate(u.site.realize.Predicate, dom)
-			blk := u.site.realize.Block
-			bind := make(map[*ir.Var]ir.Expr, len(blk.IterVars))
-			for i, iv := range blk.IterVars {
-				if i < len(u.site.realize.IterValues) {
-					bind[iv.Var] = u.site.realize.IterValues[i]
-				}
-			}
-			for _, r := range u.regions {
-				for d, rg := range r.Region {
-					set := a.EvalSet(ir.SubstituteMap(rg.Min, bind), dom)
-					if !set.Bounded() {
-						return fmt.Errorf("cannot bound dimension %d of %s, which block %s accesses", d, buf.Name(), blk.Name)
-					}
-					ext, ok := a.Bound(ir.SubstituteMap(rg.Extent, bind)).Max, true
-					if ext == arith.PosInf || !ok {
-						return fmt.Errorf("cannot bound dimension %d of %s, which block %s accesses", d, buf.Name(), blk.Name)
-					}
-					set.Max = ir.Add(set.Max, ir.IntImmOf(set.Max.DType(), ext-1))
-					if shape[d].Min == nil {
-						shape[d] = set
-					} else {
-						shape[d] = a.Union(shape[d], set)
-					}
-				}
-			}
+		}
+	}
+	if len(bufs) == 0 {
+		return nil
+	}
+	relax := func(f *ir.For, under bool) bool {
+		return under || (f.Kind == ir.ThreadBinding && ir.ThreadRank(f.Thread) >= 1)
+	}
+	a := arith.NewAnalyzer()
+	total := int64(0)
+	bytes := make([]int64, len(bufs))
+	for i, buf := range bufs {
+		_, exts, err := analysis.CompactRegion(a, buf, uses[buf], relax)
+		if err != nil {
+			return err
 		}
 		elems := int64(1)
-		for d, set := range shape {
-			n := a.Bound(ir.Sub(set.Max, set.Min)).Max
-			if n == arith.PosInf {
-				return fmt.Errorf("cannot bound dimension %d of %s", d, buf.Name())
-			}
-			elems *= min(n+1, buf.Shape()[d])
+		for d, n := range exts {
+			elems *= min(n, buf.Shape()[d])
 		}
-		bytes := elems * int64(buf.DType().Bytes())
-		total += bytes
-		parts = append(parts, fmt.Sprintf("%s %d B", buf.Name(), bytes))
+		bytes[i] = elems * int64(buf.DType().Bytes())
+		total += bytes[i]
 	}
 	if total > max {
+		parts := make([]string, len(bufs))
+		for i, buf := range bufs {
+			parts[i] = fmt.Sprintf("%s %d B", buf.Name(), bytes[i])
+		}
 		return fmt.Errorf("%d bytes of shared memory per block (%s), more than the %d allowed", total, strings.Join(parts, ", "), max)
 	}
 	return nil

@@ -58,6 +58,7 @@ func (s *Schedule) annotations(prim string, rv RV) (*ir.Annotations, error) {
 // parameter); every use of it is redirected to the new buffer, which is
 // named <name>_<scope> as TVM's WithScope names it (B becomes B_shared).
 func (s *Schedule) SetScope(b BlockRV, i int64, scope string) error {
+	defer s.releasePaths(s.markPaths())
 	const prim = "SetScope"
 	blk, bp, err := s.blockContext(prim, b)
 	if err != nil {
@@ -102,6 +103,7 @@ const StorageAlignKey = "buffer_dim_align"
 // annotation, which lowering honours; the buffer must be allocated by a
 // block, factor must be positive and axis in [-ndim, ndim).
 func (s *Schedule) StorageAlign(b BlockRV, i, axis, factor, offset int64) error {
+	defer s.releasePaths(s.markPaths())
 	const prim = "StorageAlign"
 	blk, bp, err := s.blockContext(prim, b)
 	if err != nil {

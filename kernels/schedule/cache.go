@@ -21,6 +21,7 @@ import (
 // cache buffer only has the region's shape, and the indices of its readers
 // are shifted, as TVM does since v0.14. It returns the new block.
 func (s *Schedule) CacheRead(b BlockRV, i int64, scope string, consumers []BlockRV) (BlockRV, error) {
+	defer s.releasePaths(s.markPaths())
 	const prim = "CacheRead"
 	_, buf, sc, consumerSet, err := s.cacheContext(prim, b, i, false, scope, consumers)
 	if err != nil {
@@ -111,6 +112,7 @@ func (s *Schedule) CacheRead(b BlockRV, i int64, scope string, consumers []Block
 // directly. It returns the new block. b must be the only writer of the
 // buffer in its scope.
 func (s *Schedule) CacheWrite(b BlockRV, i int64, scope string, consumers []BlockRV) (BlockRV, error) {
+	defer s.releasePaths(s.markPaths())
 	const prim = "CacheWrite"
 	blk, buf, sc, consumerSet, err := s.cacheContext(prim, b, i, true, scope, consumers)
 	if err != nil {

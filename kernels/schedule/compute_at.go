@@ -101,6 +101,7 @@ func (s *Schedule) ReverseComputeAt(b BlockRV, l LoopRV, preserveUnitLoops bool,
 }
 
 func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, preserveUnitLoops bool, index int64) error {
+	defer s.releasePaths(s.markPaths())
 	blk, bp, err := s.blockContext(prim, b)
 	if err != nil {
 		return err

@@ -42,6 +42,7 @@ func (s *Schedule) Unroll(l LoopRV) error {
 }
 
 func (s *Schedule) parallelize(prim string, l LoopRV, kind ir.ForKind, thread string) error {
+	defer s.releasePaths(s.markPaths())
 	loop, lp, err := s.loopContext(prim, l)
 	if err != nil {
 		return err

@@ -103,6 +103,7 @@ func (s *Schedule) GetConsumers(b BlockRV) ([]BlockRV, error) {
 }
 
 func (s *Schedule) relatives(prim string, rv BlockRV, producers bool) ([]BlockRV, error) {
+	defer s.releasePaths(s.markPaths())
 	b, bp, err := s.blockContext(prim, rv)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ const bodyReverseInlineForm = "the body of the inlined block must be a single st
 // buffer with a single store indexed by its iter vars, and not the only
 // statement of its scope.
 func (s *Schedule) ComputeInline(b BlockRV) error {
+	defer s.releasePaths(s.markPaths())
 	const prim = "ComputeInline"
 	blk, bp, err := s.blockContext(prim, b)
 	if err != nil {
@@ -138,6 +139,7 @@ func accesses(b *ir.Block, buf *ir.Buffer) bool {
 // scope, whose single producer is a complete, non-output block; b's body
 // must be a single store that reads that buffer at its iter vars.
 func (s *Schedule) ReverseComputeInline(b BlockRV) error {
+	defer s.releasePaths(s.markPaths())
 	const prim = "ReverseComputeInline"
 	blk, bp, err := s.blockContext(prim, b)
 	if err != nil {

@@ -21,6 +21,7 @@ const Infer int64 = -1
 // disablePredication is set. preserveUnitIters keeps unit loops in the
 // block bindings. The loop must have no annotation and no thread binding.
 func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePredication bool) ([]LoopRV, error) {
+	defer s.releasePaths(s.markPaths())
 	const prim = "Split"
 	loop, lp, err := s.loopContext(prim, l)
 	if err != nil {
@@ -182,6 +183,7 @@ func (s *Schedule) splitSymbolic(l LoopRV, loop *ir.For, lp loopPath, factors []
 // of the one before, and none may carry an annotation or a thread binding.
 // The fused loop is named after the loops (i_j_fused).
 func (s *Schedule) Fuse(ls []LoopRV, preserveUnitIters bool) (LoopRV, error) {
+	defer s.releasePaths(s.markPaths())
 	const prim = "Fuse"
 	if len(ls) == 0 {
 		return LoopRV{}, s.errorf(prim, "no loops to fuse")
@@ -367,6 +369,7 @@ func (s *Schedule) fuseSymbolic(fv *ir.Var, loops []*ir.For, outer []*ir.For) (m
 // and reduction iter vars, and affine bindings (in their loops, or in the
 // loops from the outermost one reordered down: vl = l * 16 is refused).
 func (s *Schedule) Reorder(ls []LoopRV) error {
+	defer s.releasePaths(s.markPaths())
 	const prim = "Reorder"
 	if len(ls) <= 1 {
 		for _, rv := range ls {

@@ -16,6 +16,7 @@ import (
 // annotations (as TVM v0.20 makes them); it keeps the block's annotations. l must be above b and above every loop a reduction iter
 // var's binding uses. It returns the init block.
 func (s *Schedule) DecomposeReduction(b BlockRV, l LoopRV) (BlockRV, error) {
+	defer s.releasePaths(s.markPaths())
 	const prim = "DecomposeReduction"
 	blk, bp, err := s.blockContext(prim, b)
 	if err != nil {

@@ -32,6 +32,7 @@ import (
 // TVM names the new buffer <buf>.rf and prints it <buf>_rf; dragonx names
 // it as printed.
 func (s *Schedule) RFactor(l LoopRV, factorAxis int64) (BlockRV, error) {
+	defer s.releasePaths(s.markPaths())
 	const prim = "RFactor"
 	loop, _, err := s.loopContext(prim, l)
 	if err != nil {

@@ -280,6 +280,7 @@ func (s *Schedule) ComputeLocationCandidates(b BlockRV) ([]int64, error) {
 }
 
 func (s *Schedule) computeLocations(prim string, b BlockRV) ([]LoopRV, []int64, error) {
+	defer s.releasePaths(s.markPaths())
 	blk, bp, err := s.blockContext(prim, b)
 	if err != nil {
 		return nil, nil, err

@@ -73,6 +73,7 @@ type Schedule struct {
 	pool   []*loopAnalyzer
 	path   []ir.Stmt // scratch for findPath
 	paths  []ir.Stmt // where pathTo carves its results from
+	pgen   int       // counts the chunks pathTo has allocated (see markPaths)
 }
 
 // New returns a schedule over a copy of f; f itself is never modified,

@@ -19,9 +19,9 @@ import (
 
 // pathTo returns the ancestors of target from the root BlockRealize down
 // to target itself (included), or nil when target is not in f. The result
-// is the caller's: it is carved from a chunk that the schedule only ever
-// appends to (one allocation for many paths), with no room to grow into
-// the next path.
+// is the caller's until the primitive returns: it is carved from a chunk
+// (one allocation for many paths), with no room to grow into the next
+// path, and handed back when the primitive ends (see markPaths).
 func (s *Schedule) pathTo(target ir.Stmt) []ir.Stmt {
 	if !s.findPath(target) {
 		return nil
@@ -35,10 +35,30 @@ func (s *Schedule) pathTo(target ir.Stmt) []ir.Stmt {
 			size = 256
 		}
 		s.paths = make([]ir.Stmt, 0, max(size, n))
+		s.pgen++
 	}
 	i := len(s.paths)
 	s.paths = append(s.paths, s.path...)
 	return s.paths[i : i+n : i+n]
+}
+
+// A pathsMark is where the path chunk stood when a primitive began.
+type pathsMark struct{ len, gen int }
+
+// markPaths and releasePaths bracket a primitive: the paths it located
+// die with it (none is kept in the schedule, and none is returned), so
+// releasePaths hands their room back to the chunk for the next primitive.
+// Paths taken before the mark stay (a primitive may call another); a
+// chunk allocated since the mark holds only the primitive's own paths and
+// is handed back whole.
+func (s *Schedule) markPaths() pathsMark { return pathsMark{len(s.paths), s.pgen} }
+
+func (s *Schedule) releasePaths(m pathsMark) {
+	if s.pgen == m.gen {
+		s.paths = s.paths[:m.len]
+	} else {
+		s.paths = s.paths[:0]
+	}
 }
 
 // findPath leaves in the scratch s.path the ancestors of target from the

@@ -55,9 +55,13 @@
 // instruction counts do not (valgrind --tool=callgrind on the benchmark
 // binary, with GODEBUG=asyncpreemptoff=1, at two -benchtime counts, the
 // difference divided by the difference of counts): a C2D replay executes
-// about 3.4 million instructions, 2.3 million of them outside the garbage
-// collector (GOGC=off), in about 1,570 allocations of 200 KB in all; a dense one
-// 1.9 and 1.3 million, in about 950 allocations. Most of the time goes to
+// about 2.2 million instructions outside the garbage collector (GOGC=off),
+// in about 1,480 allocations of 167 KB in all; a dense one 1.2 million, in
+// about 890 allocations of 104 KB. (With the collector on, callgrind
+// counts 3.2 and 1.7 million, but valgrind's slowness changes what the
+// pacer does: GODEBUG=gctrace=1 puts the collector at a few percent of
+// the time.) The static verdict's figures are in kernels/verdict. Most of
+// the time goes to
 // simplifying bindings and regions (kernels/arith), to the walks that find
 // statements in the tree, and to the garbage all of it makes: the
 // collector runs every twenty or so C2D replays, and write barriers slow

@@ -33,15 +33,38 @@
 //
 // # Speed
 //
-// The static check of the dense sketch (cuda-dense-nt-128 without its
-// postprocessors' part) takes 0.30-0.35 ms of CPU on the shared 2-core
-// development machine with the workload built once (CheckTrace: about
-// 3,000 per second and per core), 0.48-0.62 ms from bytes (Check builds
-// the workload each time); the C2D (1,56,56,64,64,3,1,1) sketch of
-// testdata 0.57-0.65 ms and 0.95-1.0 ms: go test -bench CheckStatic -cpu 1
-// ./kernels/verdict. The target is 5,000 per second per core; it is
-// not met. Of the C2D check, replay is about 55%, the postprocessors 37%
-// (VerifyGPUCode's shared-memory bound alone 17%), parsing 4%.
+// The target is 5,000 static checks per second and per core
+// (0.2 ms each) on the reference dense trace and on C2D
+// (1,56,56,64,64,3,1,1). It is met on neither. On the shared 2-core
+// development machine, with the workload built once (CheckTrace, what
+// search and RL do for one workload; go test -run '^$' -bench CheckStatic
+// -cpu 1 -benchmem ./kernels/verdict), the dense sketch (cuda-dense-nt-128
+// without its postprocessors' part) takes 0.24-0.28 ms (3,600-4,200 per
+// second and per core: 0.7-0.8 of the target), the C2D sketch of testdata
+// 0.47-0.56 ms (1,800-2,100 per second: 0.4 of it); from bytes (Check
+// builds the workload each time) 0.40-0.50 and 0.62-0.75 ms. Timings there
+// vary by a fifth with the machine's load; instruction counts do not
+// (valgrind --tool=callgrind on the benchmark binary with
+// GODEBUG=asyncpreemptoff=1, at two -benchtime counts, the difference
+// divided by the difference of counts): a C2D check executes 3.0 million
+// instructions outside the garbage collector (GOGC=off), in 2,000
+// allocations of 200 KB in all, a dense one 1.5 million in 1,200
+// allocations of 120 KB. The collector itself takes 2-3% of the time
+// (GODEBUG=gctrace=1: a cycle every 20-25 checks, under 1 MB live);
+// callgrind with the collector on counts far more, but valgrind's slowness
+// changes what the pacer does, so that count is not the program's. Of
+// the C2D check's instructions, the replay of the trace takes 58% and the
+// postprocessors 34% (VerifyGPUCode 17%, almost all of it the shared-memory
+// compaction, analysis.CompactRegion; RewriteReductionBlock 8%;
+// RewriteCooperativeFetch 6%), parsing 5%, hashing 2%. Counted over
+// both, compute-at and reverse-compute-at take 18%, Split and Fuse 21%
+// (13% simplifying the bindings under the new loops with
+// IterMapSimplify); the canonical simplifier's core (arith's toSum) is
+// on the stack for 17% of the instructions, EvalSet for 16%, allocation
+// for 16%. The cost is spread over hundreds of small simplifications and
+// tree walks per check, none of which dominates: reaching the target needs
+// the simplifier and the region analysis made several times cheaper, not
+// one more shortcut.
 package verdict
 
 import (

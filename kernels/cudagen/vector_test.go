@@ -9,7 +9,7 @@ import (
 )
 
 func bin(op ir.BinOp, a, b ir.Expr) ir.Expr { return ir.NewBinary(op, a, b) }
-func c(v int64) ir.Expr                   { return ir.Int(v) }
+func c(v int64) ir.Expr                     { return ir.Int(v) }
 
 // TestLaneCoef checks the affine-in-the-lane proofs against evaluation at
 // every point of small ranges: a proved coefficient must hold everywhere,

@@ -86,10 +86,16 @@ type Launch struct {
 	// Kernel is the __global__ function's name.
 	Kernel      string
 	Grid, Block [3]int64
-	// SharedBytes is the static shared memory of one block.
-	SharedBytes int64
+	// SharedBytes is the static shared memory of one block, in
+	// SharedArrays arrays.
+	SharedBytes  int64
+	SharedArrays int
 	// LocalBytes is the local arrays of one thread.
 	LocalBytes int64
+	// UnrolledSteps is the most steps of a loop nest that the
+	// auto-unroll rule put under #pragma unroll (0 when none): large
+	// unrolled bodies raise register pressure.
+	UnrolledSteps int64
 }
 
 // Threads returns the threads of one block.

@@ -21,6 +21,9 @@ type kernelGen struct {
 	lane map[*ir.BufferLoad]string
 	body strings.Builder
 	tmp  int
+	// unrolled is the most steps put under #pragma unroll by the
+	// auto-unroll rule.
+	unrolled int64
 }
 
 func (kg *kernelGen) emit(sb *strings.Builder, name string, params []string) (Launch, error) {
@@ -54,6 +57,7 @@ func (kg *kernelGen) emit(sb *strings.Builder, name string, params []string) (La
 		kg.bufs[a.Flat] = n
 		switch a.Scope {
 		case lower.ScopeShared:
+			l.SharedArrays++
 			decls = append(decls, fmt.Sprintf("__shared__ __align__(16) float %s[%d]; // %d B per block", n, a.Flat.Shape()[0], a.Bytes))
 		case lower.ScopeLocal:
 			decls = append(decls, fmt.Sprintf("__align__(16) float %s[%d]; // %d B per thread", n, a.Flat.Shape()[0], a.Bytes))
@@ -73,6 +77,7 @@ func (kg *kernelGen) emit(sb *strings.Builder, name string, params []string) (La
 	if err := kg.stmts(k.Body, 1, k.UnrollMaxStep); err != nil {
 		return l, err
 	}
+	l.UnrolledSteps = kg.unrolled
 	fmt.Fprintf(sb, "\n// %s: grid (%d, %d, %d), block (%d, %d, %d), %d B shared, %d B local per thread.\n",
 		k.Name, k.Grid[0], k.Grid[1], k.Grid[2], k.Block[0], k.Block[1], k.Block[2], l.SharedBytes, l.LocalBytes)
 	if k.UnrollMaxStep > 0 {
@@ -211,6 +216,7 @@ func (kg *kernelGen) loop(x *lower.Loop, ind int, maxStep int64) error {
 	case constant && maxStep > 0:
 		if b := steps(x.Body); b >= 0 && n*b <= maxStep {
 			kg.line(ind, "#pragma unroll")
+			kg.unrolled = max(kg.unrolled, n*b)
 		}
 	}
 	comment := ""

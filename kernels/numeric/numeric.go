@@ -355,6 +355,14 @@ func (g *Gate) reference(ctx context.Context, cc *compiler, src string, in []byt
 	return out, false, nil
 }
 
+// InputBytes returns the inputs the gate gives f for seed: the parameters
+// f does not write (cgen.Outputs), seeded random float32 values in [-1, 1)
+// (interp.RandomArgs), in parameter order, native byte order. The CUDA
+// harness (kernels/cudabench) feeds a GPU the same inputs.
+func InputBytes(f *ir.PrimFunc, seed uint64) []byte {
+	return inputBytes(f, cgen.Outputs(f), seed)
+}
+
 // inputBytes returns the inputs of f (the parameters not written), seeded
 // random float32 values, in parameter order, native byte order.
 func inputBytes(f *ir.PrimFunc, outputs []bool, seed uint64) []byte {

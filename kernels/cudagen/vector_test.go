@@ -37,6 +37,9 @@ func TestLaneCoef(t *testing.T) {
 		// The same with 4 lanes crosses a bucket of 4 when tx is odd.
 		{"split w4", add(mul(fd(add(mul(tx, c(2)), v), c(4)), c(128)), fm(add(mul(tx, c(2)), v), c(4))), 4, 0, false, false},
 		{"broadcast", fd(v, c(4)), 4, 0, true, false},
+		// (tx + v) // 4 with 2 lanes: tx = 3 puts the lanes in two groups
+		// (the bound is strict: step*(w-1) < gcd).
+		{"bucket edge", fd(add(tx, v), c(4)), 2, 0, false, false},
 		{"min", bin(ir.OpMin, v, c(2)), 4, 0, false, false},
 	} {
 		got, ok := laneCoef(tc.e, v, tc.w)

@@ -24,7 +24,9 @@ import (
 	"strconv"
 	"strings"
 
+	"dragonx/kernels/cudagen"
 	"dragonx/kernels/internal/blobcache"
+	"dragonx/kernels/lower"
 )
 
 // ErrNoNVCC is returned (wrapped) by New when nvcc is not installed.
@@ -260,4 +262,28 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// CompileProgram generates the CUDA of a lowered program (kernels/cudagen),
+// compiles it (cached) and returns ptxas's report of each of p's kernels,
+// in p.Kernels' order: registers per thread, shared memory, spills, the
+// figures a latency model can take instead of its own estimates.
+func (c *Compiler) CompileProgram(ctx context.Context, p *lower.Program) ([]Kernel, error) {
+	gen, err := cudagen.Generate(p)
+	if err != nil {
+		return nil, fmt.Errorf("ptxas: %w", err)
+	}
+	r, err := c.Compile(ctx, gen.Code)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Kernel, len(gen.Launches))
+	for i, l := range gen.Launches {
+		k, ok := r.Kernel(l.Kernel)
+		if !ok {
+			return nil, fmt.Errorf("ptxas: no report for kernel %s (%s of the program)", l.Kernel, p.Kernels[i].Name)
+		}
+		out[i] = k
+	}
+	return out, nil
 }

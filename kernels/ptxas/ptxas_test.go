@@ -118,6 +118,15 @@ func TestGoldensCompile(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkReport(t, gen, r)
+			ks, err := c.CompileProgram(context.Background(), cs.Program)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, l := range gen.Launches {
+				if want, _ := r.Kernel(l.Kernel); ks[i] != want {
+					t.Errorf("CompileProgram kernel %d: %+v, want %+v", i, ks[i], want)
+				}
+			}
 		})
 	}
 }

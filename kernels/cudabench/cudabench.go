@@ -236,26 +236,38 @@ func Run(ctx context.Context, f *ir.PrimFunc, p *lower.Program, opts Options) (R
 	if res.MaxAbsErr, res.MaxRelErr, err = compare(f, outputs, got, ref, opts.RTol, opts.ATol); err != nil {
 		return res, err
 	}
-	var times []float64
+	dev, times, err := parseRun(stdout, opts.Repeats)
+	if err != nil {
+		return Result{}, err
+	}
+	if dev != "" {
+		res.Device = dev
+	}
+	res.Seconds, res.Spread = medianIQR(times)
+	return res, nil
+}
+
+// parseRun reads the host program's standard output: the "device NAME"
+// line and one "time_ms T" line per repeat (want of them).
+func parseRun(stdout []byte, want int) (device string, times []float64, err error) {
 	sc := bufio.NewScanner(bytes.NewReader(stdout))
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		switch {
 		case len(fields) >= 2 && fields[0] == "device":
-			res.Device = strings.Join(fields[1:], " ")
+			device = strings.Join(fields[1:], " ")
 		case len(fields) == 2 && fields[0] == "time_ms":
 			ms, err := strconv.ParseFloat(fields[1], 64)
-			if err != nil {
-				return Result{}, fmt.Errorf("cudabench: bad timing line %q", sc.Text())
+			if err != nil || ms < 0 || math.IsNaN(ms) || math.IsInf(ms, 0) {
+				return "", nil, fmt.Errorf("cudabench: bad timing line %q", sc.Text())
 			}
 			times = append(times, ms/1e3)
 		}
 	}
-	if len(times) != opts.Repeats {
-		return Result{}, fmt.Errorf("cudabench: %d timings, want %d: %q", len(times), opts.Repeats, truncate(string(stdout), 300))
+	if len(times) != want {
+		return "", nil, fmt.Errorf("cudabench: %d timings, want %d: %q", len(times), want, truncate(string(stdout), 300))
 	}
-	res.Seconds, res.Spread = medianIQR(times)
-	return res, nil
+	return device, times, nil
 }
 
 // medianIQR returns the median and the interquartile range of xs.

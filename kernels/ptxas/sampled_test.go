@@ -35,6 +35,7 @@ func TestSampledFamilies(t *testing.T) {
 	ctx := context.Background()
 	for _, fam := range workload.Families()[:13] {
 		t.Run(fam.Name, func(t *testing.T) {
+			t.Parallel() // nvcc runs on one core
 			spec, err := workload.BenchmarkSpec(fam.Name, 0)
 			if err != nil {
 				t.Fatal(err)

@@ -7,11 +7,12 @@
 // numerical gate's seeded random float32 inputs), copies them to the
 // device, fills the outputs and global intermediates with NaN
 // (cudaMemset 0xff), launches the kernels once (dx_launch) and writes the
-// outputs back. Run compares them with the workload's float64 reference,
-// computed on the CPU by kernels/cgen's Reference program compiled with cc
-// (the gate's reference), by numpy's allclose rule (rtol 1e-3, atol 2e-3,
-// the gate's defaults): a NaN or a mismatch fails the run, so a wrong
-// kernel is never timed. Then the host program launches the whole program
+// outputs back. Run compares them with the workload's references as the
+// numerical gate does (numeric.Gate.Compare: the float64 reference, then,
+// beyond its tolerance, the workload's float32 program; computed on the CPU
+// with cc and cached in the gate's directory), by numpy's allclose rule
+// (rtol 1e-3, atol 2e-3, the gate's defaults): a NaN or a mismatch fails
+// the run, so a wrong kernel is never timed. Then the host program launches the whole program
 // Warmup times, and Repeats times more, each between two CUDA events on
 // the stream (cudaEventElapsedTime), printing each time. Result.Seconds is
 // the median of the repeats and Result.Spread their interquartile range
@@ -30,7 +31,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -74,6 +74,9 @@ type Options struct {
 	// RTol and ATol are the reference check's tolerances; 0 means
 	// numeric.DefaultRTol and numeric.DefaultATol.
 	RTol, ATol float64
+	// NumericCache is the numerical gate's cache directory, where the
+	// references' outputs are kept; "" means the gate's default.
+	NumericCache string
 	// WorkDir keeps the program, its binary and its data there; "" means
 	// a temporary directory removed afterwards.
 	WorkDir string
@@ -95,8 +98,12 @@ type Result struct {
 	Source string
 	// Repeats is the number of timed runs.
 	Repeats int
-	// MaxAbsErr and MaxRelErr are the reference check's largest errors.
+	// MaxAbsErr and MaxRelErr are the reference check's largest errors
+	// (against the float64 reference); Float32Program is true when the
+	// outputs passed against the workload's float32 program instead (see
+	// kernels/numeric).
 	MaxAbsErr, MaxRelErr float64
+	Float32Program       bool
 	// Program is the path of the CUDA source when Options.WorkDir is set.
 	Program string
 }
@@ -212,9 +219,12 @@ func Run(ctx context.Context, f *ir.PrimFunc, p *lower.Program, opts Options) (R
 	if _, err := tool(ctx, nil, nvcc, "-O3", "-arch="+opts.Arch, "-Xcudafe", "--diag_suppress=177", "-o", bin, cu); err != nil {
 		return Result{}, fmt.Errorf("cudabench: compile: %w", err)
 	}
-	ref, err := reference(ctx, f, opts.CC, dir, inputs)
+	gate, err := numeric.New(numeric.Options{CacheDir: opts.NumericCache, CC: opts.CC, Seed: opts.Seed, RTol: opts.RTol, ATol: opts.ATol})
 	if err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("cudabench: %w", err)
+	}
+	if _, err := gate.Reference(ctx, f); err != nil {
+		return Result{}, fmt.Errorf("cudabench: reference: %w", err)
 	}
 	res := Result{Device: device, Source: "measured", Repeats: opts.Repeats}
 	if opts.WorkDir != "" {
@@ -233,9 +243,15 @@ func Run(ctx context.Context, f *ir.PrimFunc, p *lower.Program, opts Options) (R
 	if err != nil {
 		return Result{}, fmt.Errorf("cudabench: %w", err)
 	}
-	if res.MaxAbsErr, res.MaxRelErr, err = compare(f, outputs, got, ref, opts.RTol, opts.ATol); err != nil {
-		return res, err
+	cmp, err := gate.Compare(ctx, f, got)
+	if err != nil {
+		var ge *numeric.Error
+		if errors.As(err, &ge) {
+			return res, fmt.Errorf("%w: %v", ErrMismatch, err)
+		}
+		return res, fmt.Errorf("cudabench: %w", err)
 	}
+	res.MaxAbsErr, res.MaxRelErr, res.Float32Program = cmp.MaxAbsErr, cmp.MaxRelErr, cmp.Float32Program
 	dev, times, err := parseRun(stdout, opts.Repeats)
 	if err != nil {
 		return Result{}, err
@@ -285,33 +301,6 @@ func medianIQR(xs []float64) (float64, float64) {
 	return q(0.5), q(0.75) - q(0.25)
 }
 
-// reference runs the workload's float64 reference program on the inputs
-// and returns its outputs.
-func reference(ctx context.Context, f *ir.PrimFunc, cc, dir string, inputs []byte) ([]byte, error) {
-	src, err := cgen.Reference(f)
-	if err != nil {
-		return nil, fmt.Errorf("cudabench: reference: %w", err)
-	}
-	path, err := exec.LookPath(cc)
-	if err != nil {
-		return nil, fmt.Errorf("cudabench: reference: C compiler %q: %w", cc, err)
-	}
-	c := filepath.Join(dir, "reference.c")
-	bin := filepath.Join(dir, "reference")
-	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
-		return nil, fmt.Errorf("cudabench: %w", err)
-	}
-	args := append(append([]string{}, numeric.DefaultFlags...), "-o", bin, c, "-lm")
-	if _, err := tool(ctx, nil, path, args...); err != nil {
-		return nil, fmt.Errorf("cudabench: reference: compile: %w", err)
-	}
-	out, err := tool(ctx, inputs, bin)
-	if err != nil {
-		return nil, fmt.Errorf("cudabench: reference: %w", err)
-	}
-	return out, nil
-}
-
 // tool runs path with args and stdin and returns its standard output; a
 // failure carries the tail of standard error.
 func tool(ctx context.Context, stdin []byte, path string, args ...string) ([]byte, error) {
@@ -329,39 +318,6 @@ func tool(ctx context.Context, stdin []byte, path string, args ...string) ([]byt
 		return nil, fmt.Errorf("%s %s: %v: %s", path, strings.Join(args, " "), err, tail.Tail())
 	}
 	return out.Bytes(), nil
-}
-
-// compare checks the GPU's float32 outputs against the reference's
-// float64 ones, output parameters in order.
-func compare(f *ir.PrimFunc, outputs []bool, got, ref []byte, rtol, atol float64) (maxAbs, maxRel float64, err error) {
-	gi, ri := 0, 0
-	for i, b := range f.Params {
-		if !outputs[i] {
-			continue
-		}
-		n := 1
-		for _, d := range b.Shape() {
-			n *= int(d)
-		}
-		if len(got) < gi+4*n || len(ref) < ri+8*n {
-			return 0, 0, fmt.Errorf("cudabench: short output for %s: %d and %d bytes", b.Name(), len(got)-gi, len(ref)-ri)
-		}
-		for j := 0; j < n; j++ {
-			g := float64(math.Float32frombits(binary.NativeEndian.Uint32(got[gi+4*j:])))
-			r := math.Float64frombits(binary.NativeEndian.Uint64(ref[ri+8*j:]))
-			d := math.Abs(g - r)
-			if math.IsNaN(g) || d > atol+rtol*math.Abs(r) {
-				return maxAbs, maxRel, fmt.Errorf("%w: %s element %d: GPU %g, reference %g (rtol %g, atol %g)", ErrMismatch, b.Name(), j, g, r, rtol, atol)
-			}
-			maxAbs = max(maxAbs, d)
-			if r != 0 {
-				maxRel = max(maxRel, d/math.Abs(r))
-			}
-		}
-		gi += 4 * n
-		ri += 8 * n
-	}
-	return maxAbs, maxRel, nil
 }
 
 func truncate(s string, n int) string {

@@ -60,18 +60,22 @@ func TestDryRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		work := t.TempDir()
-		res, err := cudabench.Run(context.Background(), c.Workload, c.Program, cudabench.Options{DryRun: true, WorkDir: work})
+		work, refs := t.TempDir(), t.TempDir()
+		res, err := cudabench.Run(context.Background(), c.Workload, c.Program, cudabench.Options{DryRun: true, WorkDir: work, NumericCache: refs})
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
 		if res.Source != "dry-run" || res.Seconds != 0 {
 			t.Fatalf("%s: %+v", dir, res)
 		}
-		for _, f := range []string{"bench", "reference", "inputs.bin"} {
+		for _, f := range []string{"bench", "inputs.bin"} {
 			if st, err := os.Stat(filepath.Join(work, f)); err != nil || st.Size() == 0 {
 				t.Errorf("%s: %s: %v", dir, f, err)
 			}
+		}
+		// The reference ran, its outputs kept in the gate's cache.
+		if outs, _ := filepath.Glob(filepath.Join(refs, "*.out")); len(outs) != 1 {
+			t.Errorf("%s: reference outputs in the gate's cache: %v", dir, outs)
 		}
 		src, err := os.ReadFile(res.Program)
 		if err != nil || !strings.Contains(string(src), "cudaEventElapsedTime") {

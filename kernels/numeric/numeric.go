@@ -250,25 +250,81 @@ func (g *Gate) Check(ctx context.Context, f *ir.PrimFunc, p *lower.Program) (*Re
 	if err := grp.Wait(); err != nil {
 		return nil, err
 	}
-	var total int64
-	for _, n := range outSizes {
-		total += n
+	if int64(len(asc)) != int64(len(desc)) {
+		return nil, &Error{Kind: KindRun, Msg: fmt.Sprintf("the thread orders wrote %d and %d bytes", len(asc), len(desc))}
 	}
-	if int64(len(asc)) != 4*total || int64(len(desc)) != 4*total {
-		return nil, &Error{Kind: KindRun, Msg: fmt.Sprintf("kernel wrote %d and %d bytes, want %d", len(asc), len(desc), 4*total)}
-	}
-	if int64(len(ref)) != 8*total {
-		return nil, &Error{Kind: KindRun, Msg: fmt.Sprintf("reference wrote %d bytes, want %d", len(ref), 8*total)}
-	}
-	if i := firstDiff(asc, desc); i >= 0 {
+	if i := firstDiff(asc, desc); i >= 0 && 4*(i/4+1) <= len(asc) {
 		b, j := locate(outNames, outSizes, int64(i/4))
 		a := math.Float32frombits(binary.NativeEndian.Uint32(asc[i/4*4:]))
 		d := math.Float32frombits(binary.NativeEndian.Uint32(desc[i/4*4:]))
 		return nil, &Error{Kind: KindRace, Msg: fmt.Sprintf("the thread orders disagree: %s[%d] is %g with the threads of each phase in ascending order, %g in descending order (a race within a barrier phase)", b, j, a, d)}
 	}
+	return g.compare(ctx, cc, f, in, asc, ref, res)
+}
+
+// Reference returns f's float64 reference outputs on the gate's inputs
+// (the output parameters in order, native float64), from the cache when it
+// holds them.
+func (g *Gate) Reference(ctx context.Context, f *ir.PrimFunc) ([]byte, error) {
+	ref, _, _, err := g.reference64(ctx, f)
+	return ref, err
+}
+
+func (g *Gate) reference64(ctx context.Context, f *ir.PrimFunc) (ref []byte, cached bool, cc *compiler, err error) {
+	if f == nil {
+		return nil, false, nil, errors.New("numeric: no workload")
+	}
+	rsrc, err := cgen.Reference(f)
+	if err != nil {
+		return nil, false, nil, &Error{Kind: KindUnsupported, Msg: err.Error()}
+	}
+	if cc, err = g.compiler(ctx); err != nil {
+		return nil, false, nil, err
+	}
+	ref, cached, err = g.reference(ctx, cc, rsrc, inputBytes(f, cgen.Outputs(f), g.opts.Seed))
+	return ref, cached, cc, err
+}
+
+// Compare compares out, a program's outputs on the gate's inputs (the
+// workload's output parameters in order, native float32, as a kernel
+// writes them; InputBytes gives the inputs), with f's references, as
+// Check does after running a kernel: the float64 reference, then, beyond
+// its tolerance, the workload's float32 program. The CUDA harness
+// (kernels/cudabench) checks a GPU's outputs with it.
+func (g *Gate) Compare(ctx context.Context, f *ir.PrimFunc, out []byte) (*Result, error) {
+	ref, cached, cc, err := g.reference64(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	in := inputBytes(f, cgen.Outputs(f), g.opts.Seed)
+	return g.compare(ctx, cc, f, in, out, ref, &Result{ReferenceCached: cached})
+}
+
+// compare compares the kernel's outputs got with the float64 reference's
+// ref (and, where needed, the float32 program's on inputs in).
+func (g *Gate) compare(ctx context.Context, cc *compiler, f *ir.PrimFunc, in, out, ref []byte, res *Result) (*Result, error) {
+	outputs := cgen.Outputs(f)
+	var outSizes []int64
+	var outNames []string
+	for i, b := range f.Params {
+		if outputs[i] {
+			outSizes = append(outSizes, b.NumElements())
+			outNames = append(outNames, b.Name())
+		}
+	}
+	var total int64
+	for _, n := range outSizes {
+		total += n
+	}
+	if int64(len(out)) != 4*total {
+		return nil, &Error{Kind: KindRun, Msg: fmt.Sprintf("kernel wrote %d bytes, want %d", len(out), 4*total)}
+	}
+	if int64(len(ref)) != 8*total {
+		return nil, &Error{Kind: KindRun, Msg: fmt.Sprintf("reference wrote %d bytes, want %d", len(ref), 8*total)}
+	}
 	rtol, atol := g.opts.RTol, g.opts.ATol
 	for e := range total {
-		got := float64(math.Float32frombits(binary.NativeEndian.Uint32(asc[4*e:])))
+		got := float64(math.Float32frombits(binary.NativeEndian.Uint32(out[4*e:])))
 		want := math.Float64frombits(binary.NativeEndian.Uint64(ref[8*e:]))
 		if math.IsNaN(want) || math.IsInf(want, 0) {
 			b, j := locate(outNames, outSizes, e)
@@ -281,7 +337,7 @@ func (g *Gate) Check(ctx context.Context, f *ir.PrimFunc, p *lower.Program) (*Re
 	}
 	res.Compared = total
 	wide := func(e int64) float64 { return math.Float64frombits(binary.NativeEndian.Uint64(ref[8*e:])) }
-	bad, firstBad := compare(res, asc, total, wide, rtol, atol)
+	bad, firstBad := countBeyond(res, out, total, wide, rtol, atol)
 	if bad == 0 {
 		return res, nil
 	}
@@ -302,19 +358,19 @@ func (g *Gate) Check(ctx context.Context, f *ir.PrimFunc, p *lower.Program) (*Re
 	}
 	narrow := func(e int64) float64 { return float64(math.Float32frombits(binary.NativeEndian.Uint32(ref32[4*e:]))) }
 	res32 := &Result{}
-	if bad32, _ := compare(res32, asc, total, narrow, rtol, atol); bad32 == 0 {
+	if bad32, _ := countBeyond(res32, out, total, narrow, rtol, atol); bad32 == 0 {
 		res.Float32Program = true
 		return res, nil
 	}
 	b, j := locate(outNames, outSizes, firstBad)
-	got := math.Float32frombits(binary.NativeEndian.Uint32(asc[4*firstBad:]))
+	got := math.Float32frombits(binary.NativeEndian.Uint32(out[4*firstBad:]))
 	return nil, &Error{Kind: KindMismatch, Result: res, Msg: fmt.Sprintf("%d of %d elements differ from the reference beyond rtol %g, atol %g; first %s[%d]: got %g, want %g (max abs err %g, max rel err %g; against the workload's float32 program: max abs err %g, max rel err %g)", bad, total, rtol, atol, b, j, got, wide(firstBad), res.MaxAbsErr, res.MaxRelErr, res32.MaxAbsErr, res32.MaxRelErr)}
 }
 
-// compare compares the kernel's float32 outputs got with want(e), records
-// the largest errors in res, and returns the number of elements beyond
+// countBeyond compares the kernel's float32 outputs got with want(e),
+// records the largest errors in res, and returns the number of elements beyond
 // atol + rtol * |want| and the first of them (-1 when none).
-func compare(res *Result, got []byte, total int64, want func(int64) float64, rtol, atol float64) (bad, first int64) {
+func countBeyond(res *Result, got []byte, total int64, want func(int64) float64, rtol, atol float64) (bad, first int64) {
 	first = -1
 	for e := range total {
 		g := float64(math.Float32frombits(binary.NativeEndian.Uint32(got[4*e:])))

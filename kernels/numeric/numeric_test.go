@@ -2,7 +2,9 @@ package numeric_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,5 +248,52 @@ func TestTwoProcesses(t *testing.T) {
 	}
 	if tmp, _ := filepath.Glob(filepath.Join(dir, "*.tmp*")); len(tmp) > 0 {
 		t.Errorf("temporary files left: %v", tmp)
+	}
+}
+
+// TestCompare: outputs computed elsewhere (a GPU's) are compared with the
+// references as Check compares a kernel's: the float64 reference rounded
+// to float32 passes; one element off, a mismatch naming it; a NaN, nan; a
+// short output, run.
+func TestCompare(t *testing.T) {
+	ctx := context.Background()
+	c := loadCase(t, denseCase)
+	g := gate(t, numeric.Options{})
+	ref, err := g.Reference(ctx, c.Workload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ref) != 8*128*128 {
+		t.Fatalf("reference: %d bytes", len(ref))
+	}
+	out := make([]byte, 0, len(ref)/2)
+	for i := 0; i < len(ref); i += 8 {
+		out = binary.NativeEndian.AppendUint32(out, math.Float32bits(float32(math.Float64frombits(binary.NativeEndian.Uint64(ref[i:])))))
+	}
+	res, err := g.Compare(ctx, c.Workload, out)
+	if err != nil || !res.ReferenceCached || res.Compared != 128*128 || res.MaxAbsErr > 1e-6 {
+		t.Fatalf("the reference itself: %+v, %v", res, err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func([]byte) []byte
+		kind numeric.Kind
+		msg  string
+	}{
+		{"one element off", func(b []byte) []byte {
+			binary.NativeEndian.PutUint32(b[4*77:], math.Float32bits(math.Float32frombits(binary.NativeEndian.Uint32(b[4*77:]))+1))
+			return b
+		}, numeric.KindMismatch, "first T_matmul_NT[77]"},
+		{"NaN", func(b []byte) []byte {
+			binary.NativeEndian.PutUint32(b[4*5:], math.Float32bits(float32(math.NaN())))
+			return b
+		}, numeric.KindNaN, "T_matmul_NT[5] is NaN"},
+		{"short", func(b []byte) []byte { return b[:len(b)-4] }, numeric.KindRun, "wrote"},
+	} {
+		_, err := g.Compare(ctx, c.Workload, tc.edit(append([]byte(nil), out...)))
+		var ge *numeric.Error
+		if !errors.As(err, &ge) || ge.Kind != tc.kind || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want %s naming %q", tc.name, err, tc.kind, tc.msg)
+		}
 	}
 }

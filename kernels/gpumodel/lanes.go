@@ -1,0 +1,308 @@
+package gpumodel
+
+import (
+	"slices"
+
+	"dragonx/kernels/ir"
+	"dragonx/kernels/lower"
+)
+
+// laneEnv gives the variables' values for one lane of warp 0 at the
+// loops' first iteration: threadIdx from the lane, every other variable
+// (loops, blockIdx) 0, except the vector loop's.
+type laneEnv struct {
+	tx, ty, tz, vec *ir.Var
+	x, y, z, v      int64
+}
+
+func (e *laneEnv) lookup(v *ir.Var) int64 {
+	switch v {
+	case nil:
+		return 0
+	case e.tx:
+		return e.x
+	case e.ty:
+		return e.y
+	case e.tz:
+		return e.z
+	case e.vec:
+		return e.v
+	}
+	return 0
+}
+
+// eval evaluates an index expression with ir.EvalInt's semantics; ok is
+// false where it cannot (a load in an index, division by zero).
+func (e *laneEnv) eval(x ir.Expr) (int64, bool) {
+	switch x := x.(type) {
+	case *ir.IntImm:
+		return x.Value(), true
+	case *ir.Var:
+		return e.lookup(x), true
+	case *ir.Cast:
+		return e.eval(x.A())
+	case *ir.Binary:
+		a, ok := e.eval(x.A())
+		if !ok {
+			return 0, false
+		}
+		b, ok := e.eval(x.B())
+		if !ok {
+			return 0, false
+		}
+		switch x.Op() {
+		case ir.OpAdd:
+			return a + b, true
+		case ir.OpSub:
+			return a - b, true
+		case ir.OpMul:
+			return a * b, true
+		case ir.OpMin:
+			return min(a, b), true
+		case ir.OpMax:
+			return max(a, b), true
+		case ir.OpDiv, ir.OpMod, ir.OpFloorDiv, ir.OpFloorMod:
+			if b == 0 {
+				return 0, false
+			}
+			q, m := a/b, a%b
+			floor := m != 0 && (m < 0) != (b < 0)
+			switch x.Op() {
+			case ir.OpDiv:
+				return q, true
+			case ir.OpMod:
+				return m, true
+			case ir.OpFloorDiv:
+				if floor {
+					q--
+				}
+				return q, true
+			}
+			if floor {
+				m += b
+			}
+			return m, true
+		}
+	}
+	// Comparisons, selects and the rest: the general evaluator.
+	vars := collectVars(x, nil)
+	env := make(map[*ir.Var]int64, len(vars))
+	for _, v := range vars {
+		env[v] = e.lookup(v)
+	}
+	return ir.EvalInt(x, env)
+}
+
+// setLane sets the thread indices of lane l of warp 0.
+func (w *walker) setLane(e *laneEnv, l int64) {
+	bx, by := w.k.Block[0], w.k.Block[1]
+	e.x = l % bx
+	e.y = (l / bx) % by
+	e.z = l / (bx * by)
+}
+
+func (w *walker) env(vv *ir.Var) laneEnv {
+	return laneEnv{tx: w.k.ThreadIdx[0], ty: w.k.ThreadIdx[1], tz: w.k.ThreadIdx[2], vec: vv}
+}
+
+// laneAddrs fills w.addr with the element index of each lane's first
+// vector element (w.lanes of them); ok is false when an index cannot be
+// evaluated.
+func (w *walker) laneAddrs(idx ir.Expr, vv *ir.Var) bool {
+	e := w.env(vv)
+	for l := range w.lanes {
+		w.setLane(&e, l)
+		a, ok := e.eval(idx)
+		if !ok {
+			return false
+		}
+		w.addr[l] = a
+	}
+	return true
+}
+
+// affine reports whether the lanes' addresses are addr0 + l·stride, from
+// lanes 0, 1, 2 and the last (the common case, decided without
+// evaluating every lane).
+func (w *walker) affine(idx ir.Expr, vv *ir.Var) (addr0, stride int64, ok bool) {
+	if w.k.Block[0] < w.lanes {
+		return 0, 0, false // the warp spans threadIdx.y: not affine in the lane
+	}
+	e := w.env(vv)
+	var a [3]int64
+	for i, l := range [3]int64{0, 1, w.lanes - 1} {
+		w.setLane(&e, l)
+		v, ok := e.eval(idx)
+		if !ok {
+			return 0, 0, false
+		}
+		a[i] = v
+	}
+	s := a[1] - a[0]
+	if a[2]-a[0] != s*(w.lanes-1) {
+		return 0, 0, false
+	}
+	if w.lanes > 2 {
+		w.setLane(&e, 2)
+		if v, ok := e.eval(idx); !ok || v-a[1] != s {
+			return 0, 0, false
+		}
+	}
+	return a[0], s, true
+}
+
+// sectors returns the 32-byte sectors a warp's access touches: elem-byte
+// elements, ve consecutive ones per lane (a vector).
+func (w *walker) sectors(idx ir.Expr, elem int64, vv *ir.Var, ve int64) int64 {
+	span := ve * elem
+	perLane := (span + 31) / 32
+	if a0, s, ok := w.affine(idx, vv); ok {
+		switch {
+		case s == 0:
+			return sectorRange(a0*elem, span)
+		case abs(s)*elem >= 32:
+			return w.lanes * perLane
+		default:
+			lo := min(a0, a0+s*(w.lanes-1)) * elem
+			return sectorRange(lo, (abs(s)*(w.lanes-1)+ve)*elem)
+		}
+	}
+	if !w.laneAddrs(idx, vv) {
+		return w.lanes * perLane // unknown: uncoalesced
+	}
+	var buf [64]int64
+	ids := buf[:0]
+	for l := range w.lanes {
+		first := floorDiv(w.addr[l]*elem, 32)
+		last := floorDiv(w.addr[l]*elem+span-1, 32)
+		for s := first; s <= last && len(ids) < cap(buf); s++ {
+			ids = append(ids, s)
+		}
+	}
+	slices.Sort(ids)
+	return int64(len(slices.Compact(ids)))
+}
+
+// sectorRange returns the sectors of n bytes from byte lo.
+func sectorRange(lo, n int64) int64 {
+	return floorDiv(lo+n-1, 32) - floorDiv(lo, 32) + 1
+}
+
+// wavefronts returns the shared-memory wavefronts of a warp's access (32
+// banks of 4 bytes): the most distinct 4-byte words any bank serves (a
+// word read by several lanes is a broadcast), at least one per 128 bytes
+// the warp moves.
+func (w *walker) wavefronts(idx ir.Expr, elem int64, vv *ir.Var, ve int64) int64 {
+	span := ve * elem
+	words := max(1, span/4)
+	if a0, s, ok := w.affine(idx, vv); ok && words == 1 {
+		ws := s * elem / 4
+		_ = a0
+		if s*elem%4 != 0 || ws == 0 {
+			return 1 // sub-word strides and broadcasts: no conflict
+		}
+		return gcd(abs(ws), 32)
+	}
+	if !w.laneAddrs(idx, vv) {
+		return w.lanes // unknown: fully serialised
+	}
+	var buf [128]int64
+	ids := buf[:0]
+	for l := range w.lanes {
+		first := floorDiv(w.addr[l]*elem, 4)
+		for i := range words {
+			if len(ids) < cap(buf) {
+				ids = append(ids, first+i)
+			}
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var banks [32]int64
+	worst := int64(1)
+	for _, id := range ids {
+		b := ((id % 32) + 32) % 32
+		banks[b]++
+		worst = max(worst, banks[b])
+	}
+	return max(worst, (int64(len(ids))*4+127)/128)
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// exprOps counts the FP instructions, FLOPs and transcendental calls of a
+// value expression (index arithmetic is not counted: integer work the
+// compiler mostly hoists).
+func exprOps(e ir.Expr) (instr, flops, sfu float64) {
+	switch x := e.(type) {
+	case *ir.Binary:
+		i1, f1, s1 := exprOps(x.A())
+		i2, f2, s2 := exprOps(x.B())
+		instr, flops, sfu = i1+i2, f1+f2, s1+s2
+		if x.DType().IsFloat() || x.A().DType().IsFloat() {
+			instr++
+			flops++
+		}
+	case *ir.Not:
+		return exprOps(x.A())
+	case *ir.Cast:
+		instr, flops, sfu = exprOps(x.A())
+		if x.DType() != x.A().DType() {
+			instr++
+		}
+	case *ir.Select:
+		i1, f1, s1 := exprOps(x.True())
+		i2, f2, s2 := exprOps(x.False())
+		i3, f3, s3 := exprOps(x.Cond())
+		instr, flops, sfu = i1+i2+i3+1, f1+f2+f3, s1+s2+s3
+	case *ir.Call:
+		for _, a := range x.Args() {
+			i, f, s := exprOps(a)
+			instr, flops, sfu = instr+i, flops+f, sfu+s
+		}
+		switch x.Op() {
+		case ir.CallIfThenElse, ir.CallFabs, ir.CallFloor, ir.CallCeil, ir.CallRound:
+			instr++
+			flops++
+		default:
+			sfu++
+			flops++
+		}
+	}
+	return instr, flops, sfu
+}
+
+// fma reports whether a store is x = x + a*b (or a*b + x) in floating
+// point: one FFMA, not an FMUL and an FADD.
+func fma(s *lower.Store) bool {
+	b, ok := s.Value.(*ir.Binary)
+	if !ok || b.Op() != ir.OpAdd || !b.DType().IsFloat() {
+		return false
+	}
+	for _, m := range [2]ir.Expr{b.A(), b.B()} {
+		if mb, ok := m.(*ir.Binary); ok && mb.Op() == ir.OpMul {
+			return true
+		}
+	}
+	return false
+}

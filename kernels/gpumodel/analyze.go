@@ -95,6 +95,7 @@ type walker struct {
 	addr   [64]int64    // scratch for lane addresses
 	vars   []*ir.Var    // scratch
 	locals []localUse   // registers of the local buffers
+	terms  []laneTerm   // scratch: the lane-dependent terms of an index
 }
 
 type localUse struct {

@@ -105,14 +105,80 @@ func (w *walker) env(vv *ir.Var) laneEnv {
 	return laneEnv{tx: w.k.ThreadIdx[0], ty: w.k.ThreadIdx[1], tz: w.k.ThreadIdx[2], vec: vv}
 }
 
+// laneTerm is a term of an index sum that depends on the lane.
+type laneTerm struct {
+	e   ir.Expr
+	neg bool
+}
+
+// usesLane reports whether e uses a variable of the lane (threadIdx, the
+// vector loop's).
+func (e *laneEnv) usesLane(x ir.Expr) bool {
+	switch x := x.(type) {
+	case *ir.IntImm:
+		return false
+	case *ir.Var:
+		return x == e.tx || x == e.ty || x == e.tz || (e.vec != nil && x == e.vec)
+	case *ir.Binary:
+		return e.usesLane(x.A()) || e.usesLane(x.B())
+	case *ir.Cast:
+		return e.usesLane(x.A())
+	}
+	return true
+}
+
+// prepare splits idx into the sum of its lane-independent terms (their
+// value, evaluated once) and w.terms, the terms to evaluate per lane.
+func (w *walker) prepare(e *laneEnv, idx ir.Expr) (int64, bool) {
+	w.terms = w.terms[:0]
+	return w.split(e, idx, false)
+}
+
+func (w *walker) split(e *laneEnv, x ir.Expr, neg bool) (int64, bool) {
+	if b, ok := x.(*ir.Binary); ok && (b.Op() == ir.OpAdd || b.Op() == ir.OpSub) {
+		a, ok1 := w.split(e, b.A(), neg)
+		c, ok2 := w.split(e, b.B(), neg != (b.Op() == ir.OpSub))
+		return a + c, ok1 && ok2
+	}
+	if e.usesLane(x) {
+		w.terms = append(w.terms, laneTerm{x, neg})
+		return 0, true
+	}
+	e.x, e.y, e.z, e.v = 0, 0, 0, 0
+	v, ok := e.eval(x)
+	if neg {
+		v = -v
+	}
+	return v, ok
+}
+
+// laneValue evaluates the prepared index at e's lane.
+func (w *walker) laneValue(e *laneEnv, c int64) (int64, bool) {
+	for _, t := range w.terms {
+		v, ok := e.eval(t.e)
+		if !ok {
+			return 0, false
+		}
+		if t.neg {
+			v = -v
+		}
+		c += v
+	}
+	return c, true
+}
+
 // laneAddrs fills w.addr with the element index of each lane's first
 // vector element (w.lanes of them); ok is false when an index cannot be
 // evaluated.
 func (w *walker) laneAddrs(idx ir.Expr, vv *ir.Var) bool {
 	e := w.env(vv)
+	c, ok := w.prepare(&e, idx)
+	if !ok {
+		return false
+	}
 	for l := range w.lanes {
 		w.setLane(&e, l)
-		a, ok := e.eval(idx)
+		a, ok := w.laneValue(&e, c)
 		if !ok {
 			return false
 		}
@@ -129,10 +195,14 @@ func (w *walker) affine(idx ir.Expr, vv *ir.Var) (addr0, stride int64, ok bool) 
 		return 0, 0, false // the warp spans threadIdx.y: not affine in the lane
 	}
 	e := w.env(vv)
+	c, ok := w.prepare(&e, idx)
+	if !ok {
+		return 0, 0, false
+	}
 	var a [3]int64
 	for i, l := range [3]int64{0, 1, w.lanes - 1} {
 		w.setLane(&e, l)
-		v, ok := e.eval(idx)
+		v, ok := w.laneValue(&e, c)
 		if !ok {
 			return 0, 0, false
 		}
@@ -144,7 +214,7 @@ func (w *walker) affine(idx ir.Expr, vv *ir.Var) (addr0, stride int64, ok bool) 
 	}
 	if w.lanes > 2 {
 		w.setLane(&e, 2)
-		if v, ok := e.eval(idx); !ok || v-a[1] != s {
+		if v, ok := w.laneValue(&e, c); !ok || v-a[1] != s {
 			return 0, 0, false
 		}
 	}

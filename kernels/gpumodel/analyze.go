@@ -56,7 +56,11 @@ func Analyze(ctx context.Context, p *lower.Program) (*Analysis, error) {
 		return nil, fmt.Errorf("gpumodel: no program")
 	}
 	a := &Analysis{Program: p.Name, Kernels: make([]KernelAnalysis, 0, len(p.Kernels))}
-	var w walker
+	w := walker{
+		steps: make([]int64, 0, 64), loops: make([]frame, 0, 16), bufs: make([]*ir.Buffer, 0, 8),
+		scopes: make([]scopeOf, 0, 8), vars: make([]*ir.Var, 0, 32), locals: make([]localUse, 0, 4),
+		terms: make([]laneTerm, 0, 16), prog: make([]instr, 0, 128),
+	}
 	for _, k := range p.Kernels {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("gpumodel: %w", err)
@@ -96,6 +100,8 @@ type walker struct {
 	vars   []*ir.Var    // scratch
 	locals []localUse   // registers of the local buffers
 	terms  []laneTerm   // scratch: the lane-dependent terms of an index
+	prog   []instr      // scratch: their compiled code
+	interp bool         // the terms did not compile: evaluate them
 }
 
 type localUse struct {

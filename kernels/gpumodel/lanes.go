@@ -128,10 +128,28 @@ func (e *laneEnv) usesLane(x ir.Expr) bool {
 }
 
 // prepare splits idx into the sum of its lane-independent terms (their
-// value, evaluated once) and w.terms, the terms to evaluate per lane.
+// value, evaluated once, returned) and the terms that depend on the lane,
+// compiled into w.prog (see laneValue).
 func (w *walker) prepare(e *laneEnv, idx ir.Expr) (int64, bool) {
 	w.terms = w.terms[:0]
-	return w.split(e, idx, false)
+	c, ok := w.split(e, idx, false)
+	if !ok {
+		return 0, false
+	}
+	w.prog, w.interp = w.prog[:0], false
+	for i, t := range w.terms {
+		if !w.compile(e, t.e) {
+			w.interp = true // a form compile does not take: walk the terms
+			return c, true
+		}
+		if t.neg {
+			w.prog = append(w.prog, instr{op: opNeg})
+		}
+		if i > 0 {
+			w.prog = append(w.prog, instr{op: opBinary, bin: ir.OpAdd})
+		}
+	}
+	return c, true
 }
 
 func (w *walker) split(e *laneEnv, x ir.Expr, neg bool) (int64, bool) {
@@ -152,19 +170,141 @@ func (w *walker) split(e *laneEnv, x ir.Expr, neg bool) (int64, bool) {
 	return v, ok
 }
 
-// laneValue evaluates the prepared index at e's lane.
-func (w *walker) laneValue(e *laneEnv, c int64) (int64, bool) {
-	for _, t := range w.terms {
-		v, ok := e.eval(t.e)
-		if !ok {
-			return 0, false
+// instr is an instruction of a compiled lane term: a stack machine over
+// the lane's four variables, cheaper than walking the expression 32 times.
+type instr struct {
+	op  uint8
+	bin ir.BinOp
+	v   int64 // the constant of opConst, the slot of opVar
+}
+
+const (
+	opConst uint8 = iota
+	opVar
+	opBinary
+	opNeg
+)
+
+// compile appends x's code to w.prog; false for an expression it does not
+// compile (a comparison, a select: laneValue's caller falls back).
+func (w *walker) compile(e *laneEnv, x ir.Expr) bool {
+	switch x := x.(type) {
+	case *ir.IntImm:
+		w.prog = append(w.prog, instr{op: opConst, v: x.Value()})
+	case *ir.Var:
+		slot := int64(-1)
+		switch x {
+		case e.tx:
+			slot = 0
+		case e.ty:
+			slot = 1
+		case e.tz:
+			slot = 2
+		case e.vec:
+			slot = 3
 		}
-		if t.neg {
-			v = -v
+		if slot < 0 {
+			w.prog = append(w.prog, instr{op: opConst}) // loops and blockIdx at 0
+		} else {
+			w.prog = append(w.prog, instr{op: opVar, v: slot})
 		}
-		c += v
+	case *ir.Cast:
+		return w.compile(e, x.A())
+	case *ir.Binary:
+		switch x.Op() {
+		case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpMin, ir.OpMax, ir.OpDiv, ir.OpMod, ir.OpFloorDiv, ir.OpFloorMod:
+		default:
+			return false
+		}
+		if !w.compile(e, x.A()) || !w.compile(e, x.B()) {
+			return false
+		}
+		w.prog = append(w.prog, instr{op: opBinary, bin: x.Op()})
+	default:
+		return false
 	}
-	return c, true
+	return true
+}
+
+// laneValue runs w.prog at e's lane and adds c.
+func (w *walker) laneValue(e *laneEnv, c int64) (int64, bool) {
+	if w.interp {
+		for _, t := range w.terms {
+			v, ok := e.eval(t.e)
+			if !ok {
+				return 0, false
+			}
+			if t.neg {
+				v = -v
+			}
+			c += v
+		}
+		return c, true
+	}
+	if len(w.prog) == 0 {
+		return c, true
+	}
+	vars := [4]int64{e.x, e.y, e.z, e.v}
+	var stack [32]int64
+	n := 0
+	for _, in := range w.prog {
+		switch in.op {
+		case opConst:
+			if n == len(stack) {
+				return 0, false
+			}
+			stack[n] = in.v
+			n++
+		case opVar:
+			if n == len(stack) {
+				return 0, false
+			}
+			stack[n] = vars[in.v]
+			n++
+		case opNeg:
+			stack[n-1] = -stack[n-1]
+		case opBinary:
+			a, b := stack[n-2], stack[n-1]
+			n--
+			var r int64
+			switch in.bin {
+			case ir.OpAdd:
+				r = a + b
+			case ir.OpSub:
+				r = a - b
+			case ir.OpMul:
+				r = a * b
+			case ir.OpMin:
+				r = min(a, b)
+			case ir.OpMax:
+				r = max(a, b)
+			default:
+				if b == 0 {
+					return 0, false
+				}
+				q, m := a/b, a%b
+				floor := m != 0 && (m < 0) != (b < 0)
+				switch in.bin {
+				case ir.OpDiv:
+					r = q
+				case ir.OpMod:
+					r = m
+				case ir.OpFloorDiv:
+					if floor {
+						q--
+					}
+					r = q
+				default:
+					if floor {
+						m += b
+					}
+					r = m
+				}
+			}
+			stack[n-1] = r
+		}
+	}
+	return c + stack[0], true
 }
 
 // laneAddrs fills w.addr with the element index of each lane's first
@@ -265,13 +405,17 @@ func sectorRange(lo, n int64) int64 {
 func (w *walker) wavefronts(idx ir.Expr, elem int64, vv *ir.Var, ve int64) int64 {
 	span := ve * elem
 	words := max(1, span/4)
-	if a0, s, ok := w.affine(idx, vv); ok && words == 1 {
-		ws := s * elem / 4
-		_ = a0
-		if s*elem%4 != 0 || ws == 0 {
-			return 1 // sub-word strides and broadcasts: no conflict
+	if _, s, ok := w.affine(idx, vv); ok {
+		switch {
+		case s == 0:
+			return max(1, (words*4+127)/128) // a broadcast
+		case words == 1 && s*elem%4 != 0:
+			return 1 // sub-word strides: lanes share words
+		case words == 1:
+			return gcd(abs(s*elem/4), 32)
+		case s == ve:
+			return max(1, (w.lanes*words*4+127)/128) // contiguous vectors
 		}
-		return gcd(abs(ws), 32)
 	}
 	if !w.laneAddrs(idx, vv) {
 		return w.lanes // unknown: fully serialised

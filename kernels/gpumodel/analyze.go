@@ -102,6 +102,12 @@ type walker struct {
 	terms  []laneTerm   // scratch: the lane-dependent terms of an index
 	prog   []instr      // scratch: their compiled code
 	interp bool         // the terms did not compile: evaluate them
+	coords [32][3]int64 // thread indices of warp 0's lanes
+	// The index prepare last split (for the same vector variable).
+	pIdx ir.Expr
+	pVec *ir.Var
+	pC   int64
+	pOK  bool
 }
 
 type localUse struct {
@@ -126,6 +132,8 @@ func (w *walker) kernel(k *lower.Kernel) (KernelAnalysis, error) {
 	}
 	w.k, w.ka = k, &ka
 	w.lanes = min(ka.Threads, 32)
+	w.setCoords()
+	w.pIdx, w.pVec = nil, nil
 	w.steps, w.next, w.loops, w.bufs = w.steps[:0], 0, w.loops[:0], w.bufs[:0]
 	w.ilpW, w.memW, w.reqs, w.secReq = 0, 0, 0, 0
 	w.scopes, w.locals = w.scopes[:0], w.locals[:0]

@@ -95,10 +95,16 @@ func (e *laneEnv) eval(x ir.Expr) (int64, bool) {
 
 // setLane sets the thread indices of lane l of warp 0.
 func (w *walker) setLane(e *laneEnv, l int64) {
-	bx, by := w.k.Block[0], w.k.Block[1]
-	e.x = l % bx
-	e.y = (l / bx) % by
-	e.z = l / (bx * by)
+	c := &w.coords[l]
+	e.x, e.y, e.z = c[0], c[1], c[2]
+}
+
+// setCoords computes the thread indices of warp 0's lanes.
+func (w *walker) setCoords() {
+	bx, by := max(w.k.Block[0], 1), max(w.k.Block[1], 1)
+	for l := range w.lanes {
+		w.coords[l] = [3]int64{l % bx, (l / bx) % by, l / (bx * by)}
+	}
 }
 
 func (w *walker) env(vv *ir.Var) laneEnv {
@@ -131,6 +137,15 @@ func (e *laneEnv) usesLane(x ir.Expr) bool {
 // value, evaluated once, returned) and the terms that depend on the lane,
 // compiled into w.prog (see laneValue).
 func (w *walker) prepare(e *laneEnv, idx ir.Expr) (int64, bool) {
+	if w.pIdx == idx && w.pVec == e.vec {
+		return w.pC, w.pOK // affine prepared it for laneAddrs
+	}
+	c, ok := w.prepare1(e, idx)
+	w.pIdx, w.pVec, w.pC, w.pOK = idx, e.vec, c, ok
+	return c, ok
+}
+
+func (w *walker) prepare1(e *laneEnv, idx ir.Expr) (int64, bool) {
 	w.terms = w.terms[:0]
 	c, ok := w.split(e, idx, false)
 	if !ok {
@@ -389,7 +404,9 @@ func (w *walker) sectors(idx ir.Expr, elem int64, vv *ir.Var, ve int64) int64 {
 			ids = append(ids, s)
 		}
 	}
-	slices.Sort(ids)
+	if !slices.IsSorted(ids) {
+		slices.Sort(ids)
+	}
 	return int64(len(slices.Compact(ids)))
 }
 
@@ -430,7 +447,9 @@ func (w *walker) wavefronts(idx ir.Expr, elem int64, vv *ir.Var, ve int64) int64
 			}
 		}
 	}
-	slices.Sort(ids)
+	if !slices.IsSorted(ids) {
+		slices.Sort(ids)
+	}
 	ids = slices.Compact(ids)
 	var banks [32]int64
 	worst := int64(1)

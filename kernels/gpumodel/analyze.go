@@ -103,6 +103,7 @@ type walker struct {
 	prog   []instr      // scratch: their compiled code
 	interp bool         // the terms did not compile: evaluate them
 	coords [32][3]int64 // thread indices of warp 0's lanes
+	stack  [][32]int64  // runLanes's stack
 	// The index prepare last split (for the same vector variable).
 	pIdx ir.Expr
 	pVec *ir.Var

@@ -322,6 +322,104 @@ func (w *walker) laneValue(e *laneEnv, c int64) (int64, bool) {
 	return c + stack[0], true
 }
 
+// runLanes runs w.prog for warp 0's lanes at once (the vector variable at
+// 0), one instruction over all lanes at a time, and stores c + the value
+// in w.addr; false on a division by zero.
+func (w *walker) runLanes(c int64) bool {
+	n := w.lanes
+	if len(w.prog) == 0 {
+		for l := range n {
+			w.addr[l] = c
+		}
+		return true
+	}
+	sp := 0
+	for _, in := range w.prog {
+		switch in.op {
+		case opConst, opVar:
+			if sp == len(w.stack) {
+				w.stack = append(w.stack, [32]int64{})
+			}
+			d := &w.stack[sp]
+			sp++
+			switch {
+			case in.op == opConst:
+				for l := range n {
+					d[l] = in.v
+				}
+			case in.v == 3: // the vector variable, at its first element
+				for l := range n {
+					d[l] = 0
+				}
+			default:
+				for l := range n {
+					d[l] = w.coords[l][in.v]
+				}
+			}
+		case opNeg:
+			d := &w.stack[sp-1]
+			for l := range n {
+				d[l] = -d[l]
+			}
+		case opBinary:
+			a, b := &w.stack[sp-2], &w.stack[sp-1]
+			sp--
+			switch in.bin {
+			case ir.OpAdd:
+				for l := range n {
+					a[l] += b[l]
+				}
+			case ir.OpSub:
+				for l := range n {
+					a[l] -= b[l]
+				}
+			case ir.OpMul:
+				for l := range n {
+					a[l] *= b[l]
+				}
+			case ir.OpMin:
+				for l := range n {
+					a[l] = min(a[l], b[l])
+				}
+			case ir.OpMax:
+				for l := range n {
+					a[l] = max(a[l], b[l])
+				}
+			default:
+				for l := range n {
+					x, y := a[l], b[l]
+					if y == 0 {
+						return false
+					}
+					q, m := x/y, x%y
+					floor := m != 0 && (m < 0) != (y < 0)
+					switch in.bin {
+					case ir.OpDiv:
+						a[l] = q
+					case ir.OpMod:
+						a[l] = m
+					case ir.OpFloorDiv:
+						if floor {
+							q--
+						}
+						a[l] = q
+					default:
+						if floor {
+							m += y
+						}
+						a[l] = m
+					}
+				}
+			}
+		}
+	}
+	r := &w.stack[0]
+	for l := range n {
+		w.addr[l] = c + r[l]
+	}
+	return true
+}
+
 // laneAddrs fills w.addr with the element index of each lane's first
 // vector element (w.lanes of them); ok is false when an index cannot be
 // evaluated.
@@ -331,20 +429,30 @@ func (w *walker) laneAddrs(idx ir.Expr, vv *ir.Var) bool {
 	if !ok {
 		return false
 	}
+	if !w.interp {
+		return w.runLanes(c)
+	}
 	for l := range w.lanes {
 		w.setLane(&e, l)
-		a, ok := w.laneValue(&e, c)
-		if !ok {
-			return false
+		a := c
+		for _, t := range w.terms {
+			v, ok := e.eval(t.e)
+			if !ok {
+				return false
+			}
+			if t.neg {
+				v = -v
+			}
+			a += v
 		}
 		w.addr[l] = a
 	}
 	return true
 }
 
-// affine reports whether the lanes' addresses are addr0 + l·stride, from
-// lanes 0, 1, 2 and the last (the common case, decided without
-// evaluating every lane).
+// affine reports whether the lanes' addresses are addr0 + lane·stride,
+// from lanes 0, 1, 2 and the last (the common case, decided without
+// evaluating every lane; laneAddrs and affineAddrs decide the rest).
 func (w *walker) affine(idx ir.Expr, vv *ir.Var) (addr0, stride int64, ok bool) {
 	if w.k.Block[0] < w.lanes {
 		return 0, 0, false // the warp spans threadIdx.y: not affine in the lane
@@ -354,8 +462,11 @@ func (w *walker) affine(idx ir.Expr, vv *ir.Var) (addr0, stride int64, ok bool) 
 	if !ok {
 		return 0, 0, false
 	}
-	var a [3]int64
-	for i, l := range [3]int64{0, 1, w.lanes - 1} {
+	var a [4]int64
+	for i, l := range [4]int64{0, 1, 2, w.lanes - 1} {
+		if l >= w.lanes {
+			l = w.lanes - 1
+		}
 		w.setLane(&e, l)
 		v, ok := w.laneValue(&e, c)
 		if !ok {
@@ -364,16 +475,26 @@ func (w *walker) affine(idx ir.Expr, vv *ir.Var) (addr0, stride int64, ok bool) 
 		a[i] = v
 	}
 	s := a[1] - a[0]
-	if a[2]-a[0] != s*(w.lanes-1) {
+	if a[3]-a[0] != s*(w.lanes-1) || (w.lanes > 2 && a[2]-a[1] != s) {
 		return 0, 0, false
 	}
-	if w.lanes > 2 {
-		w.setLane(&e, 2)
-		if v, ok := w.laneValue(&e, c); !ok || v-a[1] != s {
+	return a[0], s, true
+}
+
+// affineAddrs reports whether the lanes' addresses in w.addr are addr0 +
+// lane·stride.
+func (w *walker) affineAddrs() (addr0, stride int64, ok bool) {
+	a0 := w.addr[0]
+	if w.lanes == 1 {
+		return a0, 0, true
+	}
+	s := w.addr[1] - a0
+	for l := int64(2); l < w.lanes; l++ {
+		if w.addr[l]-a0 != s*l {
 			return 0, 0, false
 		}
 	}
-	return a[0], s, true
+	return a0, s, true
 }
 
 // sectors returns the 32-byte sectors a warp's access touches: elem-byte
@@ -381,7 +502,14 @@ func (w *walker) affine(idx ir.Expr, vv *ir.Var) (addr0, stride int64, ok bool) 
 func (w *walker) sectors(idx ir.Expr, elem int64, vv *ir.Var, ve int64) int64 {
 	span := ve * elem
 	perLane := (span + 31) / 32
-	if a0, s, ok := w.affine(idx, vv); ok {
+	a0, s, ok := w.affine(idx, vv)
+	if !ok {
+		if !w.laneAddrs(idx, vv) {
+			return w.lanes * perLane // unknown: uncoalesced
+		}
+		a0, s, ok = w.affineAddrs()
+	}
+	if ok {
 		switch {
 		case s == 0:
 			return sectorRange(a0*elem, span)
@@ -391,9 +519,6 @@ func (w *walker) sectors(idx ir.Expr, elem int64, vv *ir.Var, ve int64) int64 {
 			lo := min(a0, a0+s*(w.lanes-1)) * elem
 			return sectorRange(lo, (abs(s)*(w.lanes-1)+ve)*elem)
 		}
-	}
-	if !w.laneAddrs(idx, vv) {
-		return w.lanes * perLane // unknown: uncoalesced
 	}
 	var buf [64]int64
 	ids := buf[:0]
@@ -422,7 +547,14 @@ func sectorRange(lo, n int64) int64 {
 func (w *walker) wavefronts(idx ir.Expr, elem int64, vv *ir.Var, ve int64) int64 {
 	span := ve * elem
 	words := max(1, span/4)
-	if _, s, ok := w.affine(idx, vv); ok {
+	_, s, ok := w.affine(idx, vv)
+	if !ok {
+		if !w.laneAddrs(idx, vv) {
+			return w.lanes // unknown: fully serialised
+		}
+		_, s, ok = w.affineAddrs()
+	}
+	if ok {
 		switch {
 		case s == 0:
 			return max(1, (words*4+127)/128) // a broadcast
@@ -434,9 +566,44 @@ func (w *walker) wavefronts(idx ir.Expr, elem int64, vv *ir.Var, ve int64) int64
 			return max(1, (w.lanes*words*4+127)/128) // contiguous vectors
 		}
 	}
-	if !w.laneAddrs(idx, vv) {
-		return w.lanes // unknown: fully serialised
+	// Distinct words per bank: a few per bank in practice, kept in a
+	// small table (a bank beyond its slots is counted exactly by sorting).
+	var slots [32][8]int64
+	var count [32]int64
+	distinct, worst, overflow := int64(0), int64(1), false
+	for l := range w.lanes {
+		first := floorDiv(w.addr[l]*elem, 4)
+		for i := range words {
+			id := first + i
+			b := id & 31
+			seen := false
+			for _, x := range slots[b][:min(count[b], 8)] {
+				if x == id {
+					seen = true
+					break
+				}
+			}
+			if seen {
+				continue
+			}
+			if count[b] >= 8 {
+				overflow = true
+				break
+			}
+			slots[b][count[b]] = id
+			count[b]++
+			distinct++
+			worst = max(worst, count[b])
+		}
 	}
+	if overflow {
+		return w.wavefrontsSorted(elem, words)
+	}
+	return max(worst, (distinct*4+127)/128)
+}
+
+// wavefrontsSorted counts the wavefronts of w.addr by sorting its words.
+func (w *walker) wavefrontsSorted(elem, words int64) int64 {
 	var buf [128]int64
 	ids := buf[:0]
 	for l := range w.lanes {
@@ -447,14 +614,12 @@ func (w *walker) wavefronts(idx ir.Expr, elem int64, vv *ir.Var, ve int64) int64
 			}
 		}
 	}
-	if !slices.IsSorted(ids) {
-		slices.Sort(ids)
-	}
+	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	var banks [32]int64
 	worst := int64(1)
 	for _, id := range ids {
-		b := ((id % 32) + 32) % 32
+		b := id & 31
 		banks[b]++
 		worst = max(worst, banks[b])
 	}

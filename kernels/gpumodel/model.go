@@ -19,14 +19,15 @@
 // Model.Cost then costs each kernel on a device with the free constants
 // (Params): registers ≈ RegBase + local words + staging; occupancy
 // (blocks per SM limited by threads, warps, registers and shared memory;
-// none fits: the launch fails); waves and tail efficiency; the compute
-// time (warp instructions over the schedulers' issue rate, scaled by the
-// issue efficiency min(1, warps per scheduler × ILP / IssueHide) and the
-// wave efficiency; spills slow it); the memory time (DRAM bytes: the
+// none fits: the launch fails); waves, the busiest SM running ⌈G/SMs⌉
+// blocks; the compute time (that SM's warp instructions over its
+// schedulers' issue rate, scaled by the issue efficiency min(1, resident
+// warps per scheduler × ILP / IssueHide); spills slow it); the memory
+// time (DRAM bytes: the
 // footprint when it fits in L2, more when it does not; L2 bytes: the
 // sectors; both over the bandwidths, scaled by Little's law on the bytes
-// in flight); the shared-memory time (wavefronts at one per clock per
-// SM); barriers; launch overhead. A kernel's time is launch + the largest
+// in flight); the shared-memory time (the busiest SM's wavefronts at one
+// per clock); barriers; launch overhead. A kernel's time is launch + the largest
 // of compute, memory and shared + Overlap × the two others + barriers; a
 // program's is the sum over its kernels. Optional noise multiplies it by
 // a lognormal factor drawn from the seed and the program (deterministic).
@@ -224,17 +225,20 @@ func (m *Model) kernel(k *KernelAnalysis) (KernelReport, error) {
 	slots := b * d.SMs
 	kr.Waves = (k.Blocks + slots - 1) / slots
 	kr.WaveEfficiency = float64(k.Blocks) / float64(kr.Waves*slots)
-	// Warps resident on a busy SM.
-	activeBlocks := min(b, (k.Blocks+d.SMs-1)/d.SMs)
-	activeWarps := float64(activeBlocks * warpsPerBlock)
+	// The busiest SM runs ⌈G/SMs⌉ blocks, at most B at a time: the tail
+	// effect at the SM level (the wave quantization of §6 step 4, without
+	// charging the idle slots of a partial wave twice: the issue
+	// efficiency already sees the warps a partly filled SM has).
+	perSM := (k.Blocks + d.SMs - 1) / d.SMs
+	activeWarps := float64(min(b, perSM) * warpsPerBlock)
 	f := d.ClockHz
-	warps := float64(warpsPerBlock * k.Blocks)
+	smWarps := float64(perSM * warpsPerBlock) // warps the busiest SM runs
 
-	// Compute: warp instructions over the issue rate.
+	// Compute: the busiest SM's warp instructions over its issue rate.
 	ilp := max(1, min(k.ILP, p.ILPCap))
 	kr.IssueEfficiency = min(1, activeWarps/float64(d.SchedulersPerSM)*ilp/p.IssueHide)
 	instr := k.FPInstr + k.SFUCalls*p.SFUInstr + k.LSInstr + k.LoopIters*p.LoopOverheadInstr
-	kr.Compute = instr * warps / (float64(d.SMs*d.SchedulersPerSM) * f * kr.IssueEfficiency * kr.WaveEfficiency)
+	kr.Compute = instr * smWarps / (float64(d.SchedulersPerSM) * f * kr.IssueEfficiency)
 	if kr.Spilled > 0 {
 		kr.Compute *= 1 + p.SpillPenalty*float64(kr.Spilled)/float64(d.MaxRegsPerThread)
 	}
@@ -260,8 +264,8 @@ func (m *Model) kernel(k *KernelAnalysis) (KernelReport, error) {
 	bw := d.DRAMBytesPerSec * kr.MemEfficiency * busy
 	kr.Memory = max(kr.DRAMBytes/(p.DRAMEfficiency*bw), kr.L2Bytes/(p.L2BandwidthRatio*bw))
 
-	// Shared memory: one wavefront per clock per SM.
-	kr.Shared = k.Wavefronts * threads / (float64(d.SMs) * f * kr.WaveEfficiency)
+	// Shared memory: the busiest SM's wavefronts, one per clock.
+	kr.Shared = k.Wavefronts * float64(perSM*k.Threads) / f
 
 	// Barriers stall a block; the blocks resident on an SM overlap them.
 	kr.Sync = float64(kr.Waves) * k.Barriers * p.BarrierCycles / (float64(b) * f)

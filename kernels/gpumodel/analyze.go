@@ -84,26 +84,27 @@ type frame struct {
 
 // walker walks a kernel body; its slices are reused across kernels.
 type walker struct {
-	k      *lower.Kernel
-	ka     *KernelAnalysis
-	lanes  int64
-	steps  []int64 // subtree steps of each loop, in pre-order
-	next   int     // pre-order index of the next loop
-	loops  []frame
-	bufs   []*ir.Buffer // global buffers touched
-	scopes []scopeOf    // shared/local allocations of the kernel
-	ilpW   float64      // Σ FP instr × ILP
-	memW   float64      // Σ requests × ILP
-	reqs   float64      // Σ global requests
-	secReq float64      // Σ global requests × their sectors
-	addr   [64]int64    // scratch for lane addresses
-	vars   []*ir.Var    // scratch
-	locals []localUse   // registers of the local buffers
-	terms  []laneTerm   // scratch: the lane-dependent terms of an index
-	prog   []instr      // scratch: their compiled code
-	interp bool         // the terms did not compile: evaluate them
-	coords [32][3]int64 // thread indices of warp 0's lanes
-	stack  [][32]int64  // runLanes's stack
+	k       *lower.Kernel
+	ka      *KernelAnalysis
+	lanes   int64
+	steps   []int64 // subtree steps of each loop, in pre-order
+	next    int     // pre-order index of the next loop
+	loops   []frame
+	bufs    []*ir.Buffer // global buffers touched
+	scopes  []scopeOf    // shared/local allocations of the kernel
+	ilpW    float64      // Σ FP instr × ILP
+	memW    float64      // Σ requests × ILP
+	reqs    float64      // Σ global requests
+	secReq  float64      // Σ global requests × their sectors
+	addr    [64]int64    // scratch for lane addresses
+	vars    []*ir.Var    // the variables of varsIdx
+	varsIdx ir.Expr
+	locals  []localUse   // registers of the local buffers
+	terms   []laneTerm   // scratch: the lane-dependent terms of an index
+	prog    []instr      // scratch: their compiled code
+	interp  bool         // the terms did not compile: evaluate them
+	coords  [32][3]int64 // thread indices of warp 0's lanes
+	stack   [][32]int64  // runLanes's stack
 	// The index prepare last split (for the same vector variable).
 	pIdx ir.Expr
 	pVec *ir.Var
@@ -134,7 +135,7 @@ func (w *walker) kernel(k *lower.Kernel) (KernelAnalysis, error) {
 	w.k, w.ka = k, &ka
 	w.lanes = min(ka.Threads, 32)
 	w.setCoords()
-	w.pIdx, w.pVec = nil, nil
+	w.pIdx, w.pVec, w.varsIdx = nil, nil, nil
 	w.steps, w.next, w.loops, w.bufs = w.steps[:0], 0, w.loops[:0], w.bufs[:0]
 	w.ilpW, w.memW, w.reqs, w.secReq = 0, 0, 0, 0
 	w.scopes, w.locals = w.scopes[:0], w.locals[:0]
@@ -246,7 +247,7 @@ func (w *walker) stmts(body []lower.Stmt, mult float64, maxStep int64) {
 			if s.Init {
 				// The init runs once per point of the loops its condition
 				// names (the reduce loops at their start).
-				w.vars = collectVars(s.Cond, w.vars[:0])
+				w.varsOf(s.Cond)
 				for _, f := range w.loops {
 					if slices.Contains(w.vars, f.v) && f.extent > 0 {
 						m /= float64(f.extent)
@@ -261,6 +262,16 @@ func (w *walker) stmts(body []lower.Stmt, mult float64, maxStep int64) {
 			w.store(s, mult)
 		}
 	}
+}
+
+// varsOf returns the variables of idx (in w.vars; the last index's are
+// kept, since ilp, reuse and mergeable ask for the same one in turn).
+func (w *walker) varsOf(idx ir.Expr) []*ir.Var {
+	if w.varsIdx != idx || idx == nil {
+		w.vars = collectVars(idx, w.vars[:0])
+		w.varsIdx = idx
+	}
+	return w.vars
 }
 
 // collectVars appends the variables of e to out.
@@ -302,7 +313,7 @@ func (w *walker) vectorLoop() (*ir.Var, int64) {
 // (innermost first, up to the first loop that is not unrolled) whose
 // variable the index uses.
 func (w *walker) ilp(idx ir.Expr) float64 {
-	w.vars = collectVars(idx, w.vars[:0])
+	w.varsOf(idx)
 	n := 1.0
 	for i := len(w.loops) - 1; i >= 0; i-- {
 		f := w.loops[i]
@@ -325,7 +336,7 @@ func (w *walker) ilp(idx ir.Expr) float64 {
 // The compiler loads it once into a register (§6: shared loads per FMA ≈
 // (a+b)/(a·b) for an a×b register tile).
 func (w *walker) reuse(idx ir.Expr) float64 {
-	w.vars = collectVars(idx, w.vars[:0])
+	w.varsOf(idx)
 	n := 1.0
 	for i := len(w.loops) - 1; i >= 0; i-- {
 		f := w.loops[i]
@@ -347,7 +358,7 @@ func (w *walker) reuse(idx ir.Expr) float64 {
 // iterations into (LDS.64/128: consecutive elements, up to 16 bytes, a
 // power of two dividing the extent); width 1 when none.
 func (w *walker) mergeable(idx ir.Expr, elem int64) (*ir.Var, int64) {
-	w.vars = collectVars(idx, w.vars[:0])
+	w.varsOf(idx)
 	for i := len(w.loops) - 1; i >= 0; i-- {
 		f := w.loops[i]
 		if f.extent <= 1 {
@@ -416,7 +427,7 @@ func (w *walker) store(s *lower.Store, mult float64) {
 // stores reach over the loops around them (the lowered local buffer may
 // be compacted over more, e.g. across vthreads), at most its size.
 func (w *walker) localWords(s *lower.Store) {
-	w.vars = collectVars(s.Index, w.vars[:0])
+	w.varsOf(s.Index)
 	n := int64(1)
 	for _, f := range w.loops {
 		if slices.Contains(w.vars, f.v) {

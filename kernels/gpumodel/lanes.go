@@ -234,11 +234,55 @@ func (w *walker) compile(e *laneEnv, x ir.Expr) bool {
 		if !w.compile(e, x.A()) || !w.compile(e, x.B()) {
 			return false
 		}
+		// Fold an operation on two constants (loops and blockIdx are 0).
+		if n := len(w.prog); n >= 2 && w.prog[n-2].op == opConst && w.prog[n-1].op == opConst {
+			if v, ok := foldConst(x.Op(), w.prog[n-2].v, w.prog[n-1].v); ok {
+				w.prog = append(w.prog[:n-2], instr{op: opConst, v: v})
+				return true
+			}
+		}
 		w.prog = append(w.prog, instr{op: opBinary, bin: x.Op()})
 	default:
 		return false
 	}
 	return true
+}
+
+// foldConst applies an integer operation to two constants (false on a
+// division by zero).
+func foldConst(op ir.BinOp, a, b int64) (int64, bool) {
+	switch op {
+	case ir.OpAdd:
+		return a + b, true
+	case ir.OpSub:
+		return a - b, true
+	case ir.OpMul:
+		return a * b, true
+	case ir.OpMin:
+		return min(a, b), true
+	case ir.OpMax:
+		return max(a, b), true
+	}
+	if b == 0 {
+		return 0, false
+	}
+	q, m := a/b, a%b
+	floor := m != 0 && (m < 0) != (b < 0)
+	switch op {
+	case ir.OpDiv:
+		return q, true
+	case ir.OpMod:
+		return m, true
+	case ir.OpFloorDiv:
+		if floor {
+			q--
+		}
+		return q, true
+	}
+	if floor {
+		m += b
+	}
+	return m, true
 }
 
 // laneValue runs w.prog at e's lane and adds c.

@@ -14,12 +14,19 @@ BIN_TORCH  := bin/dragonx-torch
 # Packages with libtorch code: tested again with the torch tag.
 TORCH_PKGS := ./dragon/... ./internal/torchrt/...
 
-.PHONY: all setup build run test bench clean
+.PHONY: all setup cuda build run test bench clean
 
 all: build
 
 setup:
 	@scripts/setup.sh
+
+# The CUDA compiler (Debian's nvidia-cuda-toolkit, no GPU needed) for the
+# tests that compile generated CUDA (kernels/ptxas): installed for `make
+# test` only, idempotently (at once when nvcc is present; ~1.5 min the first
+# time). DRAGONX_NO_CUDA=1 skips it; those tests then skip, saying why.
+cuda:
+	@scripts/cuda-toolkit.sh
 
 build: setup
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/dragonx
@@ -31,7 +38,7 @@ run: build
 # The full suite: unit, golden, property, fuzz seed corpora, testscript
 # end-to-end and fault tests, without and with libtorch. CI runs exactly
 # this (.ci/run).
-test: setup
+test: setup cuda
 	$(GO) vet ./...
 	$(GO) vet -tags=torch ./...
 	$(GO) test -timeout 30m ./...

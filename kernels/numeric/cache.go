@@ -3,92 +3,21 @@ package numeric
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
+
+	"dragonx/kernels/internal/blobcache"
 )
 
-// cache is a directory of content-addressed entries: NAME holds the data,
-// NAME.sum the hex SHA-256 of the data. Both are written to a temporary
-// file and renamed, data first, so a reader sees either no entry, an old
-// one or a complete one; an entry whose data does not match its sum (a
-// crash between the two renames, a truncated or edited file) is not
-// trusted: the caller rebuilds it. Two processes filling the same entry
-// at once both write complete files and the last rename wins.
-type cache struct{ dir string }
+// cache is the gate's cache directory: kernels/internal/blobcache (atomic,
+// checksummed, content-addressed entries), shared with kernels/ptxas.
+type cache = blobcache.Cache
 
 // key returns the hex SHA-256 of the parts, each length-prefixed.
-func key(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		fmt.Fprintf(h, "%d:", len(p))
-		h.Write([]byte(p))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-func sum(data []byte) string {
-	s := sha256.Sum256(data)
-	return hex.EncodeToString(s[:])
-}
-
-// get returns the data of entry name, or nil when there is no valid entry.
-func (c *cache) get(name string) []byte {
-	want, err := os.ReadFile(filepath.Join(c.dir, name+".sum"))
-	if err != nil {
-		return nil
-	}
-	data, err := os.ReadFile(filepath.Join(c.dir, name))
-	if err != nil || sum(data) != strings.TrimSpace(string(want)) {
-		return nil
-	}
-	return data
-}
-
-// valid reports whether entry name exists and matches its sum.
-func (c *cache) valid(name string) bool { return c.get(name) != nil }
-
-// put writes entry name with data.
-func (c *cache) put(name string, data []byte, mode fs.FileMode) error {
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
-		return fmt.Errorf("numeric: cache: %w", err)
-	}
-	if err := c.writeAtomic(name, data, mode); err != nil {
-		return err
-	}
-	return c.writeAtomic(name+".sum", []byte(sum(data)+"\n"), 0o644)
-}
-
-func (c *cache) writeAtomic(name string, data []byte, mode fs.FileMode) error {
-	f, err := os.CreateTemp(c.dir, name+".tmp*")
-	if err != nil {
-		return fmt.Errorf("numeric: cache: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if e := f.Close(); err == nil {
-		err = e
-	}
-	if err == nil {
-		err = os.Chmod(tmp, mode)
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(c.dir, name))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("numeric: cache: %w", err)
-	}
-	return nil
-}
+func key(parts ...string) string { return blobcache.Key(parts...) }
 
 // compiler is a C compiler with its flags.
 type compiler struct {
@@ -115,19 +44,14 @@ func newCompiler(ctx context.Context, cc string, flags []string) (*compiler, err
 // cache or compiled now (cached reports which).
 func (cc *compiler) binary(ctx context.Context, c *cache, src string) (path string, cached bool, err error) {
 	name := key("bin", src, cc.id, strings.Join(cc.flags, "\x00"), strings.Join(cc.libs, "\x00")) + ".bin"
-	path = filepath.Join(c.dir, name)
-	if c.valid(name) {
+	path = c.Path(name)
+	if c.Valid(name) {
 		return path, true, nil
 	}
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
-		return "", false, fmt.Errorf("numeric: cache: %w", err)
-	}
-	f, err := os.CreateTemp(c.dir, name+".tmp*")
+	tmp, err := c.TempFile(name)
 	if err != nil {
-		return "", false, fmt.Errorf("numeric: cache: %w", err)
+		return "", false, fmt.Errorf("numeric: %w", err)
 	}
-	tmp := f.Name()
-	f.Close()
 	defer os.Remove(tmp)
 	args := append(append(append([]string{}, cc.flags...), "-x", "c", "-", "-o", tmp), cc.libs...)
 	cmd := command(ctx, cc.path, args...)
@@ -144,48 +68,22 @@ func (cc *compiler) binary(ctx context.Context, c *cache, src string) (path stri
 	if err != nil {
 		return "", false, fmt.Errorf("numeric: compile: %w", err)
 	}
-	if err := c.put(name, data, 0o755); err != nil {
-		return "", false, err
+	if err := c.Put(name, data, 0o755); err != nil {
+		return "", false, fmt.Errorf("numeric: %w", err)
 	}
 	return path, false, nil
 }
 
 // command returns the command of path with args in a process group of
-// its own: cancelling ctx kills the group (the compiler driver and the
-// cc1, as and ld it started, not just the driver), and so does the death
-// of this process (Pdeathsig).
+// its own (blobcache.Command).
 func command(ctx context.Context, path string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	return cmd
+	return blobcache.Command(ctx, path, args...)
 }
 
-// tailBuffer keeps the last tailMax bytes written to it.
-type tailBuffer struct{ b []byte }
+// tailBuffer keeps the last bytes of a tool's output (blobcache.TailBuffer).
+type tailBuffer struct{ blobcache.TailBuffer }
 
-const tailMax = 2048
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 2*tailMax {
-		t.b = append(t.b[:0], t.b[len(t.b)-tailMax:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) tail() string {
-	b := t.b
-	if len(b) > tailMax {
-		b = b[len(b)-tailMax:]
-	}
-	s := strings.TrimSpace(string(bytes.ToValidUTF8(b, []byte("?"))))
-	if s == "" {
-		return "(no output)"
-	}
-	return s
-}
+func (t *tailBuffer) tail() string { return t.Tail() }
 
 // run runs the program at path with args, stdin in, and returns its
 // standard output. A failure is an *Error: its kind from the exit status

@@ -184,7 +184,7 @@ func New(opts Options) (*Gate, error) {
 	if opts.RTol < 0 || opts.ATol < 0 || math.IsNaN(opts.RTol) || math.IsNaN(opts.ATol) {
 		return nil, fmt.Errorf("numeric: tolerances rtol %g, atol %g: want non-negative numbers", opts.RTol, opts.ATol)
 	}
-	return &Gate{opts: opts, cache: &cache{dir: opts.CacheDir}}, nil
+	return &Gate{opts: opts, cache: &cache{Dir: opts.CacheDir}}, nil
 }
 
 // Options returns the gate's options, defaults filled in.
@@ -338,7 +338,7 @@ func compare(res *Result, got []byte, total int64, want func(int64) float64, rto
 // compiler, flags and seed.
 func (g *Gate) reference(ctx context.Context, cc *compiler, src string, in []byte) ([]byte, bool, error) {
 	name := key("ref", src, cc.id, strings.Join(cc.flags, "\x00"), fmt.Sprint(g.opts.Seed)) + ".out"
-	if out := g.cache.get(name); out != nil {
+	if out := g.cache.Get(name); out != nil {
 		return out, true, nil
 	}
 	bin, _, err := cc.binary(ctx, g.cache, src)
@@ -349,10 +349,18 @@ func (g *Gate) reference(ctx context.Context, cc *compiler, src string, in []byt
 	if err != nil {
 		return nil, false, err
 	}
-	if err := g.cache.put(name, out, 0o644); err != nil {
-		return nil, false, err
+	if err := g.cache.Put(name, out, 0o644); err != nil {
+		return nil, false, fmt.Errorf("numeric: %w", err)
 	}
 	return out, false, nil
+}
+
+// InputBytes returns the inputs the gate gives f for seed: the parameters
+// f does not write (cgen.Outputs), seeded random float32 values in [-1, 1)
+// (interp.RandomArgs), in parameter order, native byte order. The CUDA
+// harness (kernels/cudabench) feeds a GPU the same inputs.
+func InputBytes(f *ir.PrimFunc, seed uint64) []byte {
+	return inputBytes(f, cgen.Outputs(f), seed)
 }
 
 // inputBytes returns the inputs of f (the parameters not written), seeded

@@ -80,7 +80,7 @@ latency_source says which source produced the figure: "model:..." is an
 estimate of the model, never a measurement. Without -json the latency is
 printed on standard error after the function. A schedule the device cannot
 launch (too many registers or threads for an SM) fails in phase latency.
--target cuda (timing on a GPU) is not built yet.
+-target cuda (timing on a GPU, kernels/cudabench) is not wired into this command yet.
 
 A schedule that fails (a bad workload, trace, replay, postprocessor, GPU
 limit or numerical gate) exits with status 1, after printing its verdict

@@ -32,7 +32,8 @@ lowered to GPU kernels, and costed by the target:
                           by a lognormal factor drawn from -seed (a stand-in
                           for run-to-run spread)
   cuda                    timing of the generated CUDA on this machine's GPU
-                          (labelled "measured"): not built yet
+                          (labelled "measured", kernels/cudabench): not wired
+                          into this command yet
 
 The output is the program's latency with its source, then one line per
 kernel: launch geometry, estimated registers, blocks per SM, occupancy,
@@ -43,10 +44,10 @@ A schedule that fails the static check or that the device cannot launch
 exits with status 1.
 `
 
-// errCUDANotBuilt answers -target cuda until the measured harness
+// errCUDANotWired answers -target cuda until the measured harness
 // (kernels/cudabench) is wired in here: the one place to do it is
 // latencySource.
-var errCUDANotBuilt = errors.New("-target cuda: timing on a GPU (kernels/cudabench) is not built into this dragonx yet; use -target h100-model or h200-model for the analytic model's estimate")
+var errCUDANotWired = errors.New("-target cuda: timing on a GPU (kernels/cudabench) is not wired into this command yet; use -target h100-model or h200-model for the analytic model's estimate")
 
 // latencySource returns the latency source of a -target name, with the
 // calibration file (model targets only) and the model's noise.
@@ -54,7 +55,7 @@ func latencySource(target, calibration string, noise float64, seed uint64) (late
 	switch {
 	case target == "cuda":
 		// The measured source (k18-cuda's harness) is wired here.
-		return nil, withCode(exitFailure, errCUDANotBuilt)
+		return nil, withCode(exitFailure, errCUDANotWired)
 	case slices.Contains(gpumodel.Targets(), target):
 		opts := gpumodel.Options{Noise: noise, Seed: seed}
 		if calibration != "" {

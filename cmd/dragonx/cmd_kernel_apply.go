@@ -21,7 +21,7 @@ scheduled function as TVMScript.
 
   kernel apply -workload W.json -trace T.json [-check static|numeric] [-json] [-repair] [-seed N] [-wellformed]
                [-rtol R] [-atol A] [-numeric-seed N] [-numeric-cache DIR]
-               [-target h100-model|h200-model [-calibration FILE]]
+               [-target h100-model|h200-model [-calibration FILE] [-ptxas]]
 
 The workload is selected as for kernel show (-workload FILE, -spec JSON, or
 -family F -shape I); -trace names the trace (TVM's JSON, [insts, decisions];
@@ -74,7 +74,10 @@ a failure (race, nan, out-of-bounds, mismatch, lower, ...).
 not given): the scheduled function is lowered and its latency estimated by
 the analytic GPU model of the target, h100-model or h200-model
 (docs/gpu-model.md), with the free constants of -calibration FILE (written by
-kernel calibrate) when given. The verdict's phase is then latency and it adds
+kernel calibrate) when given; -ptxas costs the kernels with the registers,
+shared memory and spills that nvcc's ptxas reports for the generated CUDA
+instead of the model's estimates (needs nvcc; latency_source becomes
+"model:h100+ptxas"). The verdict's phase is then latency and it adds
   "latency_s":1.2e-05,"latency_source":"model:h100","latency_device":"NVIDIA H100 SXM5"
 latency_source says which source produced the figure: "model:..." is an
 estimate of the model, never a measurement. Without -json the latency is
@@ -106,8 +109,10 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&nopts.CacheDir, "numeric-cache", "", "`DIR` of compiled programs for -check numeric (default: the user cache directory's dragonx/numeric)")
 	fs.BoolVar(&wellFormed, "wellformed", false, "verify the function after every instruction")
 	var target, calibration string
+	var usePtxas bool
 	fs.StringVar(&target, "target", "", "`TARGET` of the latency phase: h100-model or h200-model (the analytic GPU model)")
 	fs.StringVar(&calibration, "calibration", "", "calibration `FILE` of the model's free constants (kernel calibrate -o)")
+	fs.BoolVar(&usePtxas, "ptxas", false, "with -target: the registers, shared memory and spills ptxas reports instead of the model's estimates (needs nvcc)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		if he, ok := err.(*helpError); ok {
@@ -136,7 +141,7 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 		return usagef("-check %q: want static or numeric", check)
 	}
 	if target != "" {
-		src, err := latencySource(target, calibration, 0, 0)
+		src, err := latencySource(ctx, target, calibration, 0, 0, usePtxas)
 		if err != nil {
 			return err
 		}
@@ -144,8 +149,8 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 		if opts.Until == verdict.PhaseReplay {
 			opts.Until = verdict.PhaseLatency
 		}
-	} else if calibration != "" {
-		return usagef("-calibration needs -target")
+	} else if calibration != "" || usePtxas {
+		return usagef("-calibration and -ptxas need -target")
 	}
 	if tracePath == "-" && w.file == "-" {
 		return usagef("-workload and -trace cannot both read standard input")

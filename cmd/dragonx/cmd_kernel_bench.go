@@ -11,13 +11,14 @@ import (
 	"dragonx/kernels/gpumodel"
 	"dragonx/kernels/latency"
 	"dragonx/kernels/lower"
+	"dragonx/kernels/ptxas"
 	"dragonx/kernels/verdict"
 )
 
 const kernelBenchHelp = `kernel bench gives the latency of a schedule on a GPU target.
 
   kernel bench -workload W.json -trace T.json -target h100-model|h200-model|cuda
-               [-calibration FILE] [-noise SIGMA -seed N] [-json]
+               [-calibration FILE] [-ptxas] [-noise SIGMA -seed N] [-json]
 
 The workload is selected as for kernel show (-workload FILE, -spec JSON, or
 -family F -shape I); -trace names the trace (a sketch or a full trace, as
@@ -28,7 +29,11 @@ lowered to GPU kernels, and costed by the target:
                           (docs/gpu-model.md): an estimate, labelled
                           "model:h100" or "model:h200", never a measurement;
                           -calibration FILE loads fitted constants (kernel
-                          calibrate), -noise SIGMA multiplies the estimate
+                          calibrate), -ptxas costs the kernels with the
+                          registers, shared memory and spills nvcc's ptxas
+                          reports for the generated CUDA (needs nvcc; the
+                          label becomes "model:h100+ptxas"), -noise SIGMA
+                          multiplies the estimate
                           by a lognormal factor drawn from -seed (a stand-in
                           for run-to-run spread)
   cuda                    timing of the generated CUDA on this machine's GPU
@@ -36,7 +41,7 @@ lowered to GPU kernels, and costed by the target:
                           into this command yet
 
 The output is the program's latency with its source, then one line per
-kernel: launch geometry, estimated registers, blocks per SM, occupancy,
+kernel: launch geometry, registers (estimated, or ptxas's), blocks per SM, occupancy,
 waves, and the compute, memory, shared-memory and barrier times of the
 model, and which bounds it. -json prints one object:
   {"latency_s":...,"latency_source":"model:h100","device":"NVIDIA H100 SXM5","roofline_s":...,"kernels":[...]}
@@ -50,14 +55,25 @@ exits with status 1.
 var errCUDANotWired = errors.New("-target cuda: timing on a GPU (kernels/cudabench) is not wired into this command yet; use -target h100-model or h200-model for the analytic model's estimate")
 
 // latencySource returns the latency source of a -target name, with the
-// calibration file (model targets only) and the model's noise.
-func latencySource(target, calibration string, noise float64, seed uint64) (latency.Source, error) {
+// calibration file (model targets only), the model's noise, and ptxas's
+// registers and shared memory in place of the model's estimates (usePtxas:
+// nvcc must be installed).
+func latencySource(ctx context.Context, target, calibration string, noise float64, seed uint64, usePtxas bool) (latency.Source, error) {
 	switch {
 	case target == "cuda":
 		// The measured source (k18-cuda's harness) is wired here.
 		return nil, withCode(exitFailure, errCUDANotWired)
+	case usePtxas && !slices.Contains(gpumodel.Targets(), target):
+		return nil, usagef("-ptxas needs a model -target (%s)", strings.Join(gpumodel.Targets(), ", "))
 	case slices.Contains(gpumodel.Targets(), target):
 		opts := gpumodel.Options{Noise: noise, Seed: seed}
+		if usePtxas {
+			c, err := ptxas.New(ctx, ptxas.Options{})
+			if err != nil {
+				return nil, withCode(exitFailure, fmt.Errorf("-ptxas: %w", err))
+			}
+			opts.Resources = gpumodel.Ptxas(c)
+		}
 		if calibration != "" {
 			c, err := gpumodel.LoadCalibration(calibration)
 			if err != nil {
@@ -109,6 +125,7 @@ func runKernelBench(ctx context.Context, e *env, args []string) error {
 	var asJSON bool
 	var noise float64
 	var seed uint64
+	var usePtxas bool
 	fs := newFlagSet("kernel bench")
 	w.register(fs)
 	fs.StringVar(&tracePath, "trace", "", "trace `FILE` (TVM's JSON; - for standard input)")
@@ -117,6 +134,7 @@ func runKernelBench(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&noise, "noise", 0, "σ of the model's lognormal noise (0: none)")
 	fs.Uint64Var(&seed, "seed", 1, "seed of the model's noise")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
+	fs.BoolVar(&usePtxas, "ptxas", false, "cost the kernels with the registers, shared memory and spills ptxas reports (needs nvcc; labels the estimate model:...+ptxas)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		if he, ok := err.(*helpError); ok {
@@ -133,7 +151,7 @@ func runKernelBench(ctx context.Context, e *env, args []string) error {
 	if tracePath == "-" && w.file == "-" {
 		return usagef("-workload and -trace cannot both read standard input")
 	}
-	src, err := latencySource(target, calibration, noise, seed)
+	src, err := latencySource(ctx, target, calibration, noise, seed, usePtxas)
 	if err != nil {
 		return err
 	}
@@ -178,7 +196,7 @@ func runKernelBench(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "FP32 roofline %.4g s\n", out.RooflineS)
 	}
 	for _, k := range out.Kernels {
-		fmt.Fprintf(e.stdout, "kernel %s: grid(%d, %d, %d) block(%d, %d, %d), %d registers (estimated), %d blocks/SM, occupancy %.2f, %d wave(s) at %.2f: compute %.3g s, memory %.3g s, shared %.3g s, barriers %.3g s, launch %.3g s: %.4g s, %s-bound\n",
+		fmt.Fprintf(e.stdout, "kernel %s: grid(%d, %d, %d) block(%d, %d, %d), %d registers, %d blocks/SM, occupancy %.2f, %d wave(s) at %.2f: compute %.3g s, memory %.3g s, shared %.3g s, barriers %.3g s, launch %.3g s: %.4g s, %s-bound\n",
 			k.Name, k.Grid[0], k.Grid[1], k.Grid[2], k.Block[0], k.Block[1], k.Block[2], k.Registers, k.BlocksPerSM, k.Occupancy, k.Waves, k.WaveEfficiency,
 			k.ComputeS, k.MemoryS, k.SharedS, k.SyncS, k.LaunchS, k.Seconds, k.Bound)
 	}
@@ -197,17 +215,13 @@ func benchProgram(ctx context.Context, src latency.Source, p *lower.Program) (*b
 	if !ok {
 		return out, nil
 	}
-	a, err := gpumodel.Analyze(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	r, err := m.Cost(a)
+	r, err := m.Report(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	out.RooflineS = r.RooflineSeconds
 	for i, k := range r.Kernels {
-		ka := a.Kernels[i]
+		ka := p.Kernels[i]
 		out.Kernels = append(out.Kernels, benchKernelJSON{
 			Name: k.Name, Grid: ka.Grid, Block: ka.Block, Registers: k.Registers, Spilled: k.Spilled,
 			BlocksPerSM: k.BlocksPerSM, Occupancy: k.Occupancy, Waves: k.Waves, WaveEfficiency: k.WaveEfficiency,

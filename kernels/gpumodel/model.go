@@ -58,6 +58,10 @@ type Options struct {
 	// mimics repeated runs on a GPU); Seed seeds it.
 	Noise float64
 	Seed  uint64
+	// Resources, when set, gives each kernel's registers, shared memory
+	// and spills (ptxas's: Ptxas) in place of the model's estimates; the
+	// latency's label then says so ("model:h100+ptxas").
+	Resources ResourceSource
 }
 
 // Model is the analytic model of one device. It is immutable: safe for
@@ -68,6 +72,7 @@ type Model struct {
 	noise      float64
 	seed       uint64
 	calibrated bool
+	res        ResourceSource
 }
 
 // New returns the model of a target ("h100-model", "h200-model").
@@ -76,7 +81,7 @@ func New(target string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{dev: dev, p: DefaultParams(), noise: opts.Noise, seed: opts.Seed}
+	m := &Model{dev: dev, p: DefaultParams(), noise: opts.Noise, seed: opts.Seed, res: opts.Resources}
 	if opts.Params != nil {
 		m.p = *opts.Params
 	}
@@ -98,8 +103,14 @@ func New(target string, opts Options) (*Model, error) {
 // Name returns the model's target name.
 func (m *Model) Name() string { return m.dev.Target }
 
-// Label returns the latency source label: "model:h100".
-func (m *Model) Label() string { return latency.ModelPrefix + m.dev.Label }
+// Label returns the latency source label: "model:h100", or
+// "model:h100+ptxas" with ptxas's resources.
+func (m *Model) Label() string {
+	if m.res != nil {
+		return latency.ModelPrefix + m.dev.Label + "+" + m.res.Name()
+	}
+	return latency.ModelPrefix + m.dev.Label
+}
 
 // Device returns the device.
 func (m *Model) Device() Device { return m.dev }
@@ -121,11 +132,33 @@ func (m *Model) Latency(ctx context.Context, p *lower.Program) (latency.Estimate
 	if err != nil {
 		return latency.Estimate{}, err
 	}
-	r, err := m.Cost(a)
+	var rs []Resources
+	if m.res != nil {
+		if rs, err = m.resources(ctx, p); err != nil {
+			return latency.Estimate{}, err
+		}
+	}
+	r, err := m.CostWith(a, rs)
 	if err != nil {
 		return latency.Estimate{}, err
 	}
 	return latency.Estimate{Seconds: r.Seconds, Source: m.Label(), Device: m.dev.Name}, nil
+}
+
+// Report returns the estimate of p with its parts (with the resource
+// source's figures when the model has one).
+func (m *Model) Report(ctx context.Context, p *lower.Program) (*Report, error) {
+	a, err := Analyze(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	var rs []Resources
+	if m.res != nil {
+		if rs, err = m.resources(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	return m.CostWith(a, rs)
 }
 
 // Report is a program's estimate with its parts.
@@ -162,11 +195,22 @@ type KernelReport struct {
 // Cost costs an analysis on the model's device. It fails when a kernel
 // cannot launch on the device (threads per block, shared memory, vector
 // width, or no block fits on an SM).
-func (m *Model) Cost(a *Analysis) (*Report, error) {
+func (m *Model) Cost(a *Analysis) (*Report, error) { return m.CostWith(a, nil) }
+
+// CostWith is Cost with the kernels' resources as a compiler reports them
+// (nil: the model's estimates).
+func (m *Model) CostWith(a *Analysis, rs []Resources) (*Report, error) {
+	if rs != nil && len(rs) != len(a.Kernels) {
+		return nil, fmt.Errorf("gpumodel: %d kernel resources for %d kernels", len(rs), len(a.Kernels))
+	}
 	r := &Report{Kernels: make([]KernelReport, 0, len(a.Kernels))}
 	for i := range a.Kernels {
 		k := &a.Kernels[i]
-		kr, err := m.kernel(k)
+		var res *Resources
+		if rs != nil {
+			res = &rs[i]
+		}
+		kr, err := m.kernel(k, res)
 		if err != nil {
 			return nil, fmt.Errorf("gpumodel: %s: kernel %s: %w", m.dev.Target, k.Name, err)
 		}
@@ -189,7 +233,7 @@ func (m *Model) noiseFactor(a *Analysis, t float64) float64 {
 	return math.Exp(m.noise * rng.NormFloat64())
 }
 
-func (m *Model) kernel(k *KernelAnalysis) (KernelReport, error) {
+func (m *Model) kernel(k *KernelAnalysis, res *Resources) (KernelReport, error) {
 	d, p := &m.dev, &m.p
 	var kr KernelReport
 	kr.Name = k.Name
@@ -199,8 +243,12 @@ func (m *Model) kernel(k *KernelAnalysis) (KernelReport, error) {
 	if k.Grid[0] > math.MaxInt32 || k.Grid[1] > 65535 || k.Grid[2] > 65535 {
 		return kr, fmt.Errorf("grid (%d, %d, %d) beyond the device's limits (2^31-1, 65535, 65535)", k.Grid[0], k.Grid[1], k.Grid[2])
 	}
-	if k.SharedBytes > d.SharedPerBlock {
-		return kr, fmt.Errorf("%d B of shared memory per block, more than %d", k.SharedBytes, d.SharedPerBlock)
+	shared := k.SharedBytes
+	if res != nil {
+		shared = res.SharedBytes
+	}
+	if shared > d.SharedPerBlock {
+		return kr, fmt.Errorf("%d B of shared memory per block, more than %d", shared, d.SharedPerBlock)
 	}
 	if k.MaxVectorBytes > 16 {
 		return kr, fmt.Errorf("a %d-byte vector access, wider than 16 bytes", k.MaxVectorBytes)
@@ -212,13 +260,16 @@ func (m *Model) kernel(k *KernelAnalysis) (KernelReport, error) {
 		kr.Spilled = regs - d.MaxRegsPerThread
 		regs = d.MaxRegsPerThread
 	}
+	if res != nil {
+		regs, kr.Spilled = max(res.Registers, 1), res.Spilled
+	}
 	kr.Registers = regs
 	warpsPerBlock := (k.Threads + d.WarpSize - 1) / d.WarpSize
 	tw := warpsPerBlock * d.WarpSize
 	r8 := 8 * ((regs + 7) / 8)
-	b := min(d.MaxBlocksPerSM, d.MaxThreadsPerSM/tw, d.MaxWarpsPerSM/warpsPerBlock, d.RegsPerSM/(r8*tw), d.SharedPerSM/(k.SharedBytes+d.SharedReservedPerBlock))
+	b := min(d.MaxBlocksPerSM, d.MaxThreadsPerSM/tw, d.MaxWarpsPerSM/warpsPerBlock, d.RegsPerSM/(r8*tw), d.SharedPerSM/(shared+d.SharedReservedPerBlock))
 	if b <= 0 {
-		return kr, fmt.Errorf("no block fits on an SM (%d threads × %d registers, %d B shared)", k.Threads, regs, k.SharedBytes)
+		return kr, fmt.Errorf("no block fits on an SM (%d threads × %d registers, %d B shared)", k.Threads, regs, shared)
 	}
 	kr.BlocksPerSM = b
 	kr.Occupancy = float64(b*warpsPerBlock) / float64(d.MaxWarpsPerSM)

@@ -27,8 +27,12 @@ type KernelAnalysis struct {
 	// SharedBytes per block, LocalBytes per thread (as allocated).
 	SharedBytes, LocalBytes int64
 	// LocalWords is the 32-bit registers the local buffers need: the
-	// elements their stores reach.
+	// elements their stores reach, for the buffers only unrolled loops
+	// index (others live in local memory); StageWords the registers of
+	// the operands an update loads across its unrolled loops (the most of
+	// any store).
 	LocalWords int64
+	StageWords float64
 	// MaxVectorBytes is the widest vector access.
 	MaxVectorBytes int64
 	// Per thread: FLOPs, FP instruction issues (an FMA is one),
@@ -59,7 +63,7 @@ func Analyze(ctx context.Context, p *lower.Program) (*Analysis, error) {
 	w := walker{
 		steps: make([]int64, 0, 64), loops: make([]frame, 0, 16), bufs: make([]*ir.Buffer, 0, 8),
 		scopes: make([]scopeOf, 0, 8), vars: make([]*ir.Var, 0, 32), locals: make([]localUse, 0, 4),
-		terms: make([]laneTerm, 0, 16), prog: make([]instr, 0, 128),
+		terms: make([]laneTerm, 0, 16), prog: make([]instr, 0, 128), storeVars: make([]*ir.Var, 0, 16),
 	}
 	for _, k := range p.Kernels {
 		if err := ctx.Err(); err != nil {
@@ -84,27 +88,28 @@ type frame struct {
 
 // walker walks a kernel body; its slices are reused across kernels.
 type walker struct {
-	k       *lower.Kernel
-	ka      *KernelAnalysis
-	lanes   int64
-	steps   []int64 // subtree steps of each loop, in pre-order
-	next    int     // pre-order index of the next loop
-	loops   []frame
-	bufs    []*ir.Buffer // global buffers touched
-	scopes  []scopeOf    // shared/local allocations of the kernel
-	ilpW    float64      // Σ FP instr × ILP
-	memW    float64      // Σ requests × ILP
-	reqs    float64      // Σ global requests
-	secReq  float64      // Σ global requests × their sectors
-	addr    [64]int64    // scratch for lane addresses
-	vars    []*ir.Var    // the variables of varsIdx
-	varsIdx ir.Expr
-	locals  []localUse   // registers of the local buffers
-	terms   []laneTerm   // scratch: the lane-dependent terms of an index
-	prog    []instr      // scratch: their compiled code
-	interp  bool         // the terms did not compile: evaluate them
-	coords  [32][3]int64 // thread indices of warp 0's lanes
-	stack   [][32]int64  // runLanes's stack
+	k         *lower.Kernel
+	ka        *KernelAnalysis
+	lanes     int64
+	steps     []int64 // subtree steps of each loop, in pre-order
+	next      int     // pre-order index of the next loop
+	loops     []frame
+	bufs      []*ir.Buffer // global buffers touched
+	scopes    []scopeOf    // shared/local allocations of the kernel
+	ilpW      float64      // Σ FP instr × ILP
+	memW      float64      // Σ requests × ILP
+	reqs      float64      // Σ global requests
+	secReq    float64      // Σ global requests × their sectors
+	addr      [64]int64    // scratch for lane addresses
+	vars      []*ir.Var    // the variables of varsIdx
+	varsIdx   ir.Expr
+	storeVars []*ir.Var    // the variables of the store being walked
+	locals    []localUse   // registers of the local buffers
+	terms     []laneTerm   // scratch: the lane-dependent terms of an index
+	prog      []instr      // scratch: their compiled code
+	interp    bool         // the terms did not compile: evaluate them
+	coords    [32][3]int64 // thread indices of warp 0's lanes
+	stack     [][32]int64  // runLanes's stack
 	// The index prepare last split (for the same vector variable).
 	pIdx ir.Expr
 	pVec *ir.Var
@@ -113,8 +118,9 @@ type walker struct {
 }
 
 type localUse struct {
-	b     *ir.Buffer
-	words int64
+	b      *ir.Buffer
+	words  int64
+	memory bool // in local memory, not registers
 }
 
 type scopeOf struct {
@@ -158,7 +164,9 @@ func (w *walker) kernel(k *lower.Kernel) (KernelAnalysis, error) {
 		ka.MemILP, ka.BytesPerRequest = 1, 0
 	}
 	for _, l := range w.locals {
-		ka.LocalWords += l.words
+		if !l.memory {
+			ka.LocalWords += l.words
+		}
 	}
 	for _, b := range w.bufs {
 		ka.Footprint += float64(b.NumElements() * int64(b.DType().Bytes()))
@@ -419,30 +427,108 @@ func (w *walker) store(s *lower.Store, mult float64) {
 	if w.scope(s.Buffer) == lower.ScopeLocal {
 		w.localWords(s)
 	}
+	w.storeVars = collectVars(s.Index, w.storeVars[:0])
+	ka.StageWords = max(ka.StageWords, w.staging(s.Value))
 	w.access(s.Buffer, s.Index, req, vv, ve)
 	w.loads(s.Value, req, vv, ve)
 }
 
+// smallLoop is the longest loop nvcc unrolls by itself, without a pragma,
+// for the purpose of keeping an array it indexes in registers (an
+// estimate: nvcc's heuristics weigh the body too).
+const smallLoop = 8
+
+// smallArray is the most words of an array that loops nvcc unrolls by
+// itself keep in registers (an estimate, as smallLoop).
+const smallArray = 64
+
 // localWords records the registers of a local buffer: the elements its
 // stores reach over the loops around them (the lowered local buffer may
 // be compacted over more, e.g. across vthreads), at most its size.
+//
+// An array indexed by a loop that is not unrolled (longer than
+// smallLoop, or short ones reaching more than smallArray words) cannot
+// live in registers (they are not addressable): the compiler puts it in
+// local memory, and it counts no register.
 func (w *walker) localWords(s *lower.Store) {
 	w.varsOf(s.Index)
 	n := int64(1)
+	inRegs, byCompiler := true, false
 	for _, f := range w.loops {
 		if slices.Contains(w.vars, f.v) {
 			n *= max(f.extent, 1)
+			if !f.unrolled && f.extent > 1 {
+				byCompiler = true
+				inRegs = inRegs && f.extent <= smallLoop
+			}
 		}
 	}
 	n = min(n, s.Buffer.NumElements())
 	words := (n*int64(s.Buffer.DType().Bytes()) + 3) / 4
+	if byCompiler && words > smallArray {
+		inRegs = false
+	}
 	for i := range w.locals {
 		if w.locals[i].b == s.Buffer {
 			w.locals[i].words = max(w.locals[i].words, words)
+			w.locals[i].memory = w.locals[i].memory || !inRegs
 			return
 		}
 	}
-	w.locals = append(w.locals, localUse{s.Buffer, words})
+	w.locals = append(w.locals, localUse{s.Buffer, words, !inRegs})
+}
+
+// held returns the registers a load's values take across the unrolled
+// loops around an update: the product of the extents of those (innermost
+// first, up to the first loop that is not unrolled) that both the load's
+// index and the update's index use: the operand tile held while the
+// update's register tile is computed (a×b accumulators take a+b
+// operands); a loop only the load uses (a reduction) reuses its
+// registers from one iteration to the next.
+func (w *walker) held(idx ir.Expr) float64 {
+	w.varsOf(idx)
+	n := 1.0
+	for i := len(w.loops) - 1; i >= 0; i-- {
+		f := w.loops[i]
+		if f.extent <= 1 {
+			continue
+		}
+		if !f.unrolled {
+			break
+		}
+		if slices.Contains(w.vars, f.v) && slices.Contains(w.storeVars, f.v) {
+			n *= float64(f.extent)
+		}
+	}
+	return n
+}
+
+// staging returns the registers holding the operands of a store's value
+// across the unrolled loops around it: for each load from shared or
+// global memory, the registers it holds (held).
+func (w *walker) staging(e ir.Expr) float64 {
+	switch x := e.(type) {
+	case *ir.BufferLoad:
+		if len(x.Indices()) == 1 && w.scope(x.Buffer()) != lower.ScopeLocal {
+			words := max(1, float64(x.Buffer().DType().Bytes())/4)
+			return w.held(x.Indices()[0]) * words
+		}
+	case *ir.Binary:
+		return w.staging(x.A()) + w.staging(x.B())
+	case *ir.Not:
+		return w.staging(x.A())
+	case *ir.Select:
+		return w.staging(x.Cond()) + w.staging(x.True()) + w.staging(x.False())
+	case *ir.Cast:
+		return w.staging(x.A())
+	case *ir.Call:
+		n := 0.0
+		for _, a := range x.Args() {
+			n += w.staging(a)
+		}
+		return n
+	}
+	return 0
 }
 
 // loads counts the loads of e.

@@ -17,7 +17,8 @@
 // update's index uses) and the footprint of the global buffers.
 //
 // Model.Cost then costs each kernel on a device with the free constants
-// (Params): registers ≈ RegBase + local words + staging; occupancy
+// (Params): registers ≈ RegBase + local words (arrays only unrolled
+// loops index) + staged operands (unrolled loads); occupancy
 // (blocks per SM limited by threads, warps, registers and shared memory;
 // none fits: the launch fails); waves, the busiest SM running ⌈G/SMs⌉
 // blocks; the compute time (that SM's warp instructions over its
@@ -253,9 +254,9 @@ func (m *Model) kernel(k *KernelAnalysis, res *Resources) (KernelReport, error) 
 	if k.MaxVectorBytes > 16 {
 		return kr, fmt.Errorf("a %d-byte vector access, wider than 16 bytes", k.MaxVectorBytes)
 	}
-	// Registers: addresses, the local arrays, and operand staging (about
-	// one register per independent accumulator).
-	regs := int64(math.Ceil(p.RegBase + float64(k.LocalWords) + min(k.ILP, p.ILPCap)))
+	// Registers: addresses, the local arrays held in registers, and the
+	// operands staged across unrolled loops.
+	regs := int64(math.Ceil(p.RegBase + float64(k.LocalWords) + k.StageWords))
 	if regs > d.MaxRegsPerThread {
 		kr.Spilled = regs - d.MaxRegsPerThread
 		regs = d.MaxRegsPerThread

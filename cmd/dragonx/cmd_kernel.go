@@ -16,7 +16,7 @@ import (
 var cmdKernel = &command{
 	subcommands: true,
 	name:        "kernel",
-	usage:       "kernel show|list|apply|sample|sweep [flags] ...",
+	usage:       "kernel show|list|apply|sample|sweep|bench|calibrate [flags] ...",
 	short:       "build, list and schedule tensor programs (the kernels compiler)",
 	long: `Kernel works on the tensor programs dragonx tunes. A workload is a JSON spec
 naming a family and its parameters, e.g.
@@ -42,6 +42,15 @@ block by block ("family":"custom").
                                     draw and check traces of every benchmark
                                     shape, counts per family (see 'dragonx
                                     kernel sweep -h')
+  kernel bench -workload W -trace T -target h100-model|h200-model|cuda
+                                    the latency of a schedule: the analytic GPU
+                                    model's estimate (labelled model:h100, ...,
+                                    docs/gpu-model.md) or, with -target cuda, a
+                                    GPU's timing (not wired yet); see 'dragonx
+                                    kernel bench -h'
+  kernel calibrate -measured FILE.csv [-target h200-model] [-o calibration.json]
+                                    fit the model's free constants to measured
+                                    latencies (see 'dragonx kernel calibrate -h')
 
 show prints the function exactly as TVM's te.create_prim_func would build it for
 the spec: TVM's block and buffer names, padding and epilogues as their own blocks.
@@ -57,7 +66,7 @@ unknown family or shape index given by flags) is a usage error, exit status 2.
 
 func runKernel(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("missing the kernel subcommand (show, list, apply, sample, sweep)")
+		return usagef("missing the kernel subcommand (show, list, apply, sample, sweep, bench, calibrate)")
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
@@ -73,8 +82,12 @@ func runKernel(ctx context.Context, e *env, args []string) error {
 		return runKernelSample(ctx, e, args)
 	case "sweep":
 		return runKernelSweep(ctx, e, args)
+	case "bench":
+		return runKernelBench(ctx, e, args)
+	case "calibrate":
+		return runKernelCalibrate(ctx, e, args)
 	}
-	return usagef("unknown kernel subcommand %q (want show, list, apply, sample or sweep)", sub)
+	return usagef("unknown kernel subcommand %q (want show, list, apply, sample, sweep, bench or calibrate)", sub)
 }
 
 // workloadFlags selects a workload: a spec file, an inline spec, or a

@@ -21,6 +21,7 @@ scheduled function as TVMScript.
 
   kernel apply -workload W.json -trace T.json [-check static|numeric] [-json] [-repair] [-seed N] [-wellformed]
                [-rtol R] [-atol A] [-numeric-seed N] [-numeric-cache DIR]
+               [-target h100-model|h200-model [-calibration FILE] [-ptxas]]
 
 The workload is selected as for kernel show (-workload FILE, -spec JSON, or
 -family F -shape I); -trace names the trace (TVM's JSON, [insts, decisions];
@@ -61,13 +62,28 @@ $XDG_CACHE_HOME/dragonx/numeric or ~/.cache/dragonx/numeric).
 -json prints a one-line verdict instead of the function:
   {"ok":true,"phase":"replay","inst":-1,"error":"","ir_hash":"...",...}
 phase is the last phase reached (workload, parse, replay, and with -check
-static postproc, verify, with -check numeric numeric; later work adds
+static postproc, verify, with -check numeric numeric; with -target
 latency), inst the index of the instruction at fault (-1 if none), ir_hash
 the structural hash of the scheduled function, postproc the postprocessor
 that rejected the schedule. The numeric phase adds max_abs_err, max_rel_err
 and compared (the number of output elements compared), and numeric_kind on
 a failure (race, nan, out-of-bounds, mismatch, lower, ...).
 -wellformed verifies the function after every instruction (slower).
+
+-target adds the latency phase after the check (-check static when -check is
+not given): the scheduled function is lowered and its latency estimated by
+the analytic GPU model of the target, h100-model or h200-model
+(docs/gpu-model.md), with the free constants of -calibration FILE (written by
+kernel calibrate) when given; -ptxas costs the kernels with the registers,
+shared memory and spills that nvcc's ptxas reports for the generated CUDA
+instead of the model's estimates (needs nvcc; latency_source becomes
+"model:h100+ptxas"). The verdict's phase is then latency and it adds
+  "latency_s":1.2e-05,"latency_source":"model:h100","latency_device":"NVIDIA H100 SXM5"
+latency_source says which source produced the figure: "model:..." is an
+estimate of the model, never a measurement. Without -json the latency is
+printed on standard error after the function. A schedule the device cannot
+launch (too many registers or threads for an SM) fails in phase latency.
+-target cuda (timing on a GPU, kernels/cudabench) is not wired into this command yet.
 
 A schedule that fails (a bad workload, trace, replay, postprocessor, GPU
 limit or numerical gate) exits with status 1, after printing its verdict
@@ -92,6 +108,11 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 	fs.Uint64Var(&nopts.Seed, "numeric-seed", 0, "seed of the random inputs of -check numeric")
 	fs.StringVar(&nopts.CacheDir, "numeric-cache", "", "`DIR` of compiled programs for -check numeric (default: the user cache directory's dragonx/numeric)")
 	fs.BoolVar(&wellFormed, "wellformed", false, "verify the function after every instruction")
+	var target, calibration string
+	var usePtxas bool
+	fs.StringVar(&target, "target", "", "`TARGET` of the latency phase: h100-model or h200-model (the analytic GPU model)")
+	fs.StringVar(&calibration, "calibration", "", "calibration `FILE` of the model's free constants (kernel calibrate -o)")
+	fs.BoolVar(&usePtxas, "ptxas", false, "with -target: the registers, shared memory and spills ptxas reports instead of the model's estimates (needs nvcc)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		if he, ok := err.(*helpError); ok {
@@ -119,6 +140,18 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 	default:
 		return usagef("-check %q: want static or numeric", check)
 	}
+	if target != "" {
+		src, err := latencySource(ctx, target, calibration, 0, 0, usePtxas)
+		if err != nil {
+			return err
+		}
+		opts.Latency = src
+		if opts.Until == verdict.PhaseReplay {
+			opts.Until = verdict.PhaseLatency
+		}
+	} else if calibration != "" || usePtxas {
+		return usagef("-calibration and -ptxas need -target")
+	}
 	if tracePath == "-" && w.file == "-" {
 		return usagef("-workload and -trace cannot both read standard input")
 	}
@@ -141,21 +174,8 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fail(verdict.Fail(verdict.PhaseWorkload, err), err)
 	}
-	var data []byte
-	if tracePath == "-" {
-		data, err = io.ReadAll(io.LimitReader(e.stdin, maxTraceBytes+1))
-	} else {
-		data, err = readLimited(tracePath, maxTraceBytes+1)
-	}
-	if err == nil && len(data) > maxTraceBytes {
-		err = fmt.Errorf("%s: larger than %d bytes", tracePath, maxTraceBytes)
-	}
+	tr, err := readTrace(e, tracePath)
 	if err != nil {
-		return fail(verdict.Fail(verdict.PhaseParse, err), err)
-	}
-	tr, err := trace.Parse(data)
-	if err != nil {
-		err = fmt.Errorf("%s: %w", tracePath, err)
 		return fail(verdict.Fail(verdict.PhaseParse, err), err)
 	}
 	v := verdict.CheckTrace(ctx, f, tr, opts)
@@ -172,6 +192,33 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 	if !v.OK {
 		return errors.New(v.Error)
 	}
-	_, err = io.WriteString(e.stdout, v.Func().Script())
-	return err
+	if _, err = io.WriteString(e.stdout, v.Func().Script()); err != nil {
+		return err
+	}
+	if v.LatencyS != nil {
+		fmt.Fprintf(e.stderr, "latency: %.4g s (%s, %s)\n", *v.LatencyS, v.LatencySource, v.LatencyDevice)
+	}
+	return nil
+}
+
+// readTrace reads and parses a trace file (- for standard input).
+func readTrace(e *env, path string) (*trace.Trace, error) {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(io.LimitReader(e.stdin, maxTraceBytes+1))
+	} else {
+		data, err = readLimited(path, maxTraceBytes+1)
+	}
+	if err == nil && len(data) > maxTraceBytes {
+		err = fmt.Errorf("%s: larger than %d bytes", path, maxTraceBytes)
+	}
+	if err != nil {
+		return nil, err
+	}
+	tr, err := trace.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return tr, nil
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"dragonx/kernels/ir"
+	"dragonx/kernels/latency"
 	"dragonx/kernels/lower"
 	"dragonx/kernels/numeric"
 	"dragonx/kernels/postproc"
@@ -23,10 +25,18 @@ type Options struct {
 	// Until is the last phase to run: PhaseReplay (replay the whole trace
 	// literally, its postprocessors' part included, and stop), PhasePostproc
 	// (also run the postprocessors other than VerifyGPUCode), PhaseVerify
-	// (the whole static check) or PhaseNumeric (the static check, then the
-	// numerical gate); "" means PhaseVerify. Any other value gives a failed
-	// verdict of phase workload, before any work.
+	// (the whole static check), PhaseNumeric (the static check, then the
+	// numerical gate) or PhaseLatency (the static check, then the latency
+	// phase); "" means PhaseVerify. Any other value gives a failed verdict
+	// of phase workload, before any work.
 	Until Phase
+	// Latency, when set, adds the latency phase after the last phase of a
+	// check up to verify or numeric that passed: the scheduled function is
+	// lowered and Latency estimates (or measures) it; the verdict gets
+	// latency_s and latency_source. PhaseLatency needs it; with Until
+	// PhaseReplay or PhasePostproc it is an error (the function is not yet
+	// the GPU's).
+	Latency latency.Source
 	// Postprocs are the postprocessors to run; nil means postproc.CUDA().
 	// Those named VerifyGPUCode run in phase verify, after the others (they
 	// emit nothing, so that the order changes only which rejection is
@@ -99,8 +109,16 @@ func CheckTrace(ctx context.Context, f *ir.PrimFunc, tr *trace.Trace, opts Optio
 	case "":
 		until = PhaseVerify
 	case PhaseReplay, PhasePostproc, PhaseVerify, PhaseNumeric:
+		if opts.Latency != nil && (until == PhaseReplay || until == PhasePostproc) {
+			return Fail(PhaseWorkload, fmt.Errorf("kernels: verdict: Options.Latency needs Until %s, %s or %s, not %s", PhaseVerify, PhaseNumeric, PhaseLatency, until))
+		}
+	case PhaseLatency:
+		if opts.Latency == nil {
+			return Fail(PhaseWorkload, fmt.Errorf("kernels: verdict: Options.Until is %s without an Options.Latency source", PhaseLatency))
+		}
+		until = PhaseVerify
 	default:
-		return Fail(PhaseWorkload, fmt.Errorf("kernels: verdict: Options.Until is %q, want %s, %s, %s or %s", until, PhaseReplay, PhasePostproc, PhaseVerify, PhaseNumeric))
+		return Fail(PhaseWorkload, fmt.Errorf("kernels: verdict: Options.Until is %q, want %s, %s, %s, %s or %s", until, PhaseReplay, PhasePostproc, PhaseVerify, PhaseNumeric, PhaseLatency))
 	}
 	ropts := trace.Options{Repair: opts.Repair, Seed: opts.Seed, Check: opts.WellFormed}
 	if until == PhaseReplay {
@@ -168,31 +186,62 @@ func CheckTrace(ctx context.Context, f *ir.PrimFunc, tr *trace.Trace, opts Optio
 	}
 	v.setHash(s.Func())
 	v.keep(s)
+	var prog *lower.Program
 	if until == PhaseNumeric {
 		phase = PhaseNumeric
 		v.Phase = PhaseNumeric
-		if err := checkNumeric(ctx, f, s.Func(), opts, v); err != nil {
+		var err error
+		if prog, err = checkNumeric(ctx, f, s.Func(), opts, v); err != nil {
+			v.OK, v.Error = false, err.Error()
+			return v
+		}
+	}
+	if opts.Latency != nil {
+		phase = PhaseLatency
+		v.Phase = PhaseLatency
+		if err := checkLatency(ctx, s.Func(), prog, opts.Latency, v); err != nil {
 			v.OK, v.Error = false, err.Error()
 		}
 	}
 	return v
 }
 
+// checkLatency runs the latency phase on the scheduled function g (p its
+// lowered program when the numeric phase lowered it, else nil).
+func checkLatency(ctx context.Context, g *ir.PrimFunc, p *lower.Program, src latency.Source, v *Verdict) error {
+	if p == nil {
+		var err error
+		if p, err = lower.Lower(ctx, g); err != nil {
+			return fmt.Errorf("kernels: latency: %w", err)
+		}
+	}
+	est, err := src.Latency(ctx, p)
+	if err != nil {
+		return fmt.Errorf("kernels: latency (%s): %w", src.Name(), err)
+	}
+	if math.IsNaN(est.Seconds) || math.IsInf(est.Seconds, 0) || est.Seconds <= 0 {
+		return fmt.Errorf("kernels: latency (%s): %g s is not a latency", src.Name(), est.Seconds)
+	}
+	sec := est.Seconds
+	v.LatencyS, v.LatencySource, v.LatencyDevice = &sec, est.Source, est.Device
+	return nil
+}
+
 // checkNumeric runs the numeric phase on the scheduled function g of
 // workload f: lowering (kernels/lower), then the gate. It fills the
 // figures of v (on a pass or a mismatch) and returns the failure.
-func checkNumeric(ctx context.Context, f, g *ir.PrimFunc, opts Options, v *Verdict) error {
+func checkNumeric(ctx context.Context, f, g *ir.PrimFunc, opts Options, v *Verdict) (*lower.Program, error) {
 	gate := opts.Gate
 	if gate == nil {
 		var err error
 		if gate, err = numeric.New(opts.Numeric); err != nil {
-			return fmt.Errorf("kernels: %w", err)
+			return nil, fmt.Errorf("kernels: %w", err)
 		}
 	}
 	p, err := lower.Lower(ctx, g)
 	if err != nil {
 		v.NumericKind = "lower"
-		return fmt.Errorf("kernels: %w", err)
+		return nil, fmt.Errorf("kernels: %w", err)
 	}
 	res, err := gate.Check(ctx, f, p)
 	var ge *numeric.Error
@@ -204,9 +253,9 @@ func checkNumeric(ctx context.Context, f, g *ir.PrimFunc, opts Options, v *Verdi
 		v.setFigures(res)
 	}
 	if err != nil {
-		return fmt.Errorf("kernels: %w", err)
+		return nil, fmt.Errorf("kernels: %w", err)
 	}
-	return nil
+	return p, nil
 }
 
 // failAt returns the failed verdict of a phase after replay: err from

@@ -130,7 +130,8 @@ func TestCheckPhases(t *testing.T) {
 		{name: "full trace of another TVM", spec: spec, trace: fullJSON, phase: verdict.PhasePostproc, inst: 50, errSubstr: `kernels: inst 50 Annotate: the postprocessors emit instruction ["GetLoops",["b72"],[],["l82",`},
 		{name: "full trace mismatch", spec: spec, trace: mutated, opts: verdict.Options{Postprocs: unrollAll()}, phase: verdict.PhasePostproc, inst: p + 4, errSubstr: `the postprocessors emit instruction ["Vectorize",["l61"],[],[]] where the trace records ["Parallel",["l61"],[],[]]`},
 		{name: "full trace cut short", spec: spec, trace: edit(full, func(tr *trace.Trace) { tr.Insts = tr.Insts[:len(tr.Insts)-1] }), opts: verdict.Options{Postprocs: unrollAll()}, phase: verdict.PhasePostproc, inst: len(full.Insts) - 1, errSubstr: "but the trace records nothing more"},
-		{name: "bad option", spec: spec, trace: fullJSON, opts: verdict.Options{Until: "latency"}, phase: verdict.PhaseWorkload, inst: -1, errSubstr: `Options.Until is "latency"`},
+		{name: "bad option", spec: spec, trace: fullJSON, opts: verdict.Options{Until: "speed"}, phase: verdict.PhaseWorkload, inst: -1, errSubstr: `Options.Until is "speed"`},
+		{name: "latency without a source", spec: spec, trace: fullJSON, opts: verdict.Options{Until: verdict.PhaseLatency}, phase: verdict.PhaseWorkload, inst: -1, errSubstr: `without an Options.Latency source`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -19,6 +19,10 @@
 //	          the numerical gate (kernels/numeric): C with a GPU's
 //	          semantics, compiled with cc, on seeded random inputs, in two
 //	          thread orders, against a float64 reference
+//	latency   the lowered program's latency from a kernels/latency
+//	          source (Options.Latency): the analytic model of
+//	          kernels/gpumodel (labelled "model:h100", ...) or, where a GPU
+//	          is, a measurement ("measured")
 //
 // Check and CheckTrace run them: the static check (up to verify, the
 // default) that search, RL and bench call (never the CLI), and the numeric
@@ -30,6 +34,10 @@
 // and on a mismatch), float32_program (a pass against the workload's
 // float32 program rather than the float64 reference) and numeric_kind (on a failure: lower, or a
 // kernels/numeric Kind such as race, nan, out-of-bounds, mismatch).
+// The latency phase adds latency_s, latency_source (the kernels/latency
+// label: "model:h100" for a model's estimate, never to be read as a
+// measurement; "measured" for a GPU's timing) and latency_device, on a
+// pass only.
 //
 // # Speed
 //
@@ -89,6 +97,7 @@ const (
 	PhasePostproc Phase = "postproc"
 	PhaseVerify   Phase = "verify"
 	PhaseNumeric  Phase = "numeric"
+	PhaseLatency  Phase = "latency"
 )
 
 // Verdict is the outcome. The JSON field order is fixed: ok, phase, inst,
@@ -133,6 +142,14 @@ type Verdict struct {
 	// workload's float32 program, not the float64 reference (a long
 	// float32 accumulation: see kernels/numeric).
 	Float32Program bool `json:"float32_program,omitempty"`
+
+	// LatencyS, LatencySource and LatencyDevice are the latency phase's
+	// figure (seconds for one run of the program), the label of the
+	// source that produced it (kernels/latency: "model:h100",
+	// "model:h100+ptxas", "measured") and the device, set on a pass.
+	LatencyS      *float64 `json:"latency_s,omitempty"`
+	LatencySource string   `json:"latency_source,omitempty"`
+	LatencyDevice string   `json:"latency_device,omitempty"`
 
 	trace *trace.Trace
 	fn    *ir.PrimFunc

@@ -46,7 +46,7 @@ block by block ("family":"custom").
                                     the latency of a schedule: the analytic GPU
                                     model's estimate (labelled model:h100, ...,
                                     docs/gpu-model.md) or, with -target cuda, a
-                                    GPU's timing (not wired yet); see 'dragonx
+                                    GPU's timing ("measured"); see 'dragonx
                                     kernel bench -h'
   kernel calibrate -measured FILE.csv [-target h200-model] [-o calibration.json]
                                     fit the model's free constants to measured

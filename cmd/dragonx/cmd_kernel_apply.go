@@ -83,7 +83,9 @@ latency_source says which source produced the figure: "model:..." is an
 estimate of the model, never a measurement. Without -json the latency is
 printed on standard error after the function. A schedule the device cannot
 launch (too many registers or threads for an SM) fails in phase latency.
--target cuda (timing on a GPU, kernels/cudabench) is not wired into this command yet.
+-target cuda times the generated CUDA on this machine's GPU (kernels/cudabench:
+latency_source "measured"); without a GPU or nvcc the verdict fails in
+phase latency and says why.
 
 A schedule that fails (a bad workload, trace, replay, postprocessor, GPU
 limit or numerical gate) exits with status 1, after printing its verdict
@@ -173,6 +175,9 @@ func runKernelApply(ctx context.Context, e *env, args []string) error {
 	f, err := spec.Build()
 	if err != nil {
 		return fail(verdict.Fail(verdict.PhaseWorkload, err), err)
+	}
+	if opts.Latency != nil {
+		withWorkload(opts.Latency, f)
 	}
 	tr, err := readTrace(e, tracePath)
 	if err != nil {

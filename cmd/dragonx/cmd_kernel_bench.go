@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"dragonx/kernels/cudabench"
 	"dragonx/kernels/gpumodel"
+	"dragonx/kernels/ir"
 	"dragonx/kernels/latency"
 	"dragonx/kernels/lower"
 	"dragonx/kernels/ptxas"
@@ -37,8 +38,11 @@ lowered to GPU kernels, and costed by the target:
                           by a lognormal factor drawn from -seed (a stand-in
                           for run-to-run spread)
   cuda                    timing of the generated CUDA on this machine's GPU
-                          (labelled "measured", kernels/cudabench): not wired
-                          into this command yet
+                          (labelled "measured", kernels/cudabench: nvcc, a
+                          host program, 10 warm-up runs, the median of 100
+                          timed with CUDA events); the outputs are checked
+                          against the workload's references first. Without
+                          an NVIDIA GPU or nvcc it fails and says why
 
 The output is the program's latency with its source, then one line per
 kernel: launch geometry, registers (estimated, or ptxas's), blocks per SM, occupancy,
@@ -49,20 +53,18 @@ A schedule that fails the static check or that the device cannot launch
 exits with status 1.
 `
 
-// errCUDANotWired answers -target cuda until the measured harness
-// (kernels/cudabench) is wired in here: the one place to do it is
-// latencySource.
-var errCUDANotWired = errors.New("-target cuda: timing on a GPU (kernels/cudabench) is not wired into this command yet; use -target h100-model or h200-model for the analytic model's estimate")
-
 // latencySource returns the latency source of a -target name, with the
 // calibration file (model targets only), the model's noise, and ptxas's
 // registers and shared memory in place of the model's estimates (usePtxas:
-// nvcc must be installed).
+// nvcc must be installed). The measured source ("cuda") needs the workload
+// too: withWorkload gives it.
 func latencySource(ctx context.Context, target, calibration string, noise float64, seed uint64, usePtxas bool) (latency.Source, error) {
 	switch {
+	case target == "cuda" && (usePtxas || calibration != ""):
+		return nil, usagef("-calibration and -ptxas are for the model targets (%s), not cuda", strings.Join(gpumodel.Targets(), ", "))
 	case target == "cuda":
-		// The measured source (k18-cuda's harness) is wired here.
-		return nil, withCode(exitFailure, errCUDANotWired)
+		// The workload is set once it is built (withWorkload).
+		return &cudabench.Source{}, nil
 	case usePtxas && !slices.Contains(gpumodel.Targets(), target):
 		return nil, usagef("-ptxas needs a model -target (%s)", strings.Join(gpumodel.Targets(), ", "))
 	case slices.Contains(gpumodel.Targets(), target):
@@ -88,6 +90,14 @@ func latencySource(ctx context.Context, target, calibration string, noise float6
 		return m, nil
 	}
 	return nil, usagef("-target %q: want %s or cuda", target, strings.Join(gpumodel.Targets(), ", "))
+}
+
+// withWorkload hands f to a source that checks the programs it times
+// against the workload (cudabench's); other sources are left as they are.
+func withWorkload(src latency.Source, f *ir.PrimFunc) {
+	if cs, ok := src.(*cudabench.Source); ok {
+		cs.Workload = f
+	}
 }
 
 // benchJSON is kernel bench -json's object.
@@ -163,6 +173,7 @@ func runKernelBench(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return withCode(exitFailure, err)
 	}
+	withWorkload(src, f)
 	tr, err := readTrace(e, tracePath)
 	if err != nil {
 		return withCode(exitFailure, err)

@@ -55,6 +55,7 @@ import (
 	"fmt"
 	"strings"
 
+	"dragonx/kernels/internal/cexpr"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/lower"
 )
@@ -138,7 +139,7 @@ type names struct {
 func newNames() *names { return &names{used: map[string]bool{}, vars: map[*ir.Var]string{}} }
 
 func (n *names) fresh(base string) string {
-	base = cName(base)
+	base = cexpr.Ident(base)
 	for i := 0; ; i++ {
 		s := fmt.Sprintf("%s_%d", base, i)
 		if !n.used[s] {
@@ -258,7 +259,7 @@ type kernelGen struct {
 	hoisted int // loops holding a barrier: their vars are S->v[i]
 	pcs     int // resume points
 	body    strings.Builder
-	ew      *exprWriter
+	ew      *cexpr.Writer
 	err     error
 }
 
@@ -311,7 +312,7 @@ func (kg *kernelGen) emit(gparams []string) error {
 	for _, s := range k.Body {
 		kg.markBarriers(s)
 	}
-	kg.ew = &exprWriter{real: "float", name: kg.varName, load: kg.load}
+	kg.ew = &cexpr.Writer{D: dialect("float"), Name: kg.varName, Load: kg.load}
 	for _, s := range k.Body {
 		if err := kg.stmt(s, 1); err != nil {
 			return err
@@ -462,7 +463,7 @@ func (kg *kernelGen) access(b *ir.Buffer, idx []ir.Expr, what string) (string, e
 	if len(idx) != 1 {
 		return "", fmt.Errorf("%w: %s of %s with %d indices, not one flat index", ErrUnsupported, what, b.Name(), len(idx))
 	}
-	i, err := kg.ew.expr(idx[0])
+	i, err := kg.ew.Expr(idx[0])
 	if err != nil {
 		return "", err
 	}
@@ -495,13 +496,13 @@ func (kg *kernelGen) stmt(s lower.Stmt, ind int) error {
 		kg.pcs++
 		kg.line(ind, "S->pc = %d; return 1; dx_resume%d:;", kg.pcs, kg.pcs)
 	case *lower.Block:
-		kg.line(ind, "{ /* block %s */", cName(x.Name))
+		kg.line(ind, "{ /* block %s */", cexpr.Ident(x.Name))
 		if err := kg.stmts(x.Body, ind+1); err != nil {
 			return err
 		}
 		kg.line(ind, "}")
 	case *lower.Loop:
-		ext, err := kg.ew.expr(x.Extent)
+		ext, err := kg.ew.Expr(x.Extent)
 		if err != nil {
 			return err
 		}
@@ -512,7 +513,7 @@ func (kg *kernelGen) stmt(s lower.Stmt, ind int) error {
 			v := fmt.Sprintf("S->v[%d]", kg.hoisted)
 			kg.hoisted++
 			kg.vars[x.Var] = v
-			kg.line(ind, "for (%s = 0; %s < %s; %s++) { /* %s %s, holds a barrier */", v, v, ext, v, x.Kind, cName(x.Var.Name()))
+			kg.line(ind, "for (%s = 0; %s < %s; %s++) { /* %s %s, holds a barrier */", v, v, ext, v, x.Kind, cexpr.Ident(x.Var.Name()))
 		} else {
 			v := kg.nm.fresh(x.Var.Name())
 			kg.vars[x.Var] = v
@@ -529,7 +530,7 @@ func (kg *kernelGen) stmt(s lower.Stmt, ind int) error {
 				return fmt.Errorf("%w: condition %s holds a barrier and may differ between threads: %s", ErrDivergentBarrier, ir.ExprString(x.Cond), why)
 			}
 		}
-		c, err := kg.ew.expr(x.Cond)
+		c, err := kg.ew.Expr(x.Cond)
 		if err != nil {
 			return err
 		}
@@ -549,7 +550,7 @@ func (kg *kernelGen) stmt(s lower.Stmt, ind int) error {
 		if err != nil {
 			return err
 		}
-		v, err := kg.ew.expr(x.Value)
+		v, err := kg.ew.Expr(x.Value)
 		if err != nil {
 			return err
 		}

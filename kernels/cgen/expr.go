@@ -3,342 +3,97 @@ package cgen
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
+	"dragonx/kernels/internal/cexpr"
 	"dragonx/kernels/ir"
 )
 
-// exprWriter prints ir expressions as C. Integer and bool expressions are
-// computed in int64_t (an index that overflows int32 is wrong on the GPU
-// too, but must not be undefined behaviour here); floating-point ones in
-// float (the kernel) or double (the reference).
-type exprWriter struct {
-	// real is the C type of floating-point values: "float" or "double".
-	real string
-	// name returns the C expression of a variable.
-	name func(*ir.Var) (string, error)
-	// load returns the C expression of a buffer element.
-	load func(*ir.BufferLoad) (string, error)
-	// signed reports a variable that may be negative (nil: none may).
-	signed func(*ir.Var) bool
-}
-
-func (w *exprWriter) suffix() string {
-	if w.real == "float" {
-		return "f"
+// dialect is the C of the numerical gate: integer and bool expressions
+// are computed in int64_t (an index that overflows int32 is wrong on the
+// GPU too, but must not be undefined behaviour here); floating-point ones
+// in real, float (the kernel) or double (the reference). Constants are
+// exact (hex floats); division, modulo, minimum and maximum go through the
+// prelude's dx_* helpers, which die on a zero divisor and propagate NaN.
+func dialect(real string) *cexpr.Dialect {
+	suffix := ""
+	if real == "float" {
+		suffix = "f"
 	}
-	return ""
-}
-
-func (w *exprWriter) expr(e ir.Expr) (string, error) {
-	var sb strings.Builder
-	if err := w.write(&sb, e); err != nil {
-		return "", err
-	}
-	return sb.String(), nil
-}
-
-func (w *exprWriter) write(sb *strings.Builder, e ir.Expr) error {
-	t := e.DType()
-	if t == ir.Float16 {
-		return fmt.Errorf("%w: float16 expression %s", ErrUnsupported, ir.ExprString(e))
-	}
-	switch x := e.(type) {
-	case *ir.IntImm:
-		if t == ir.Bool {
-			if x.Value() != 0 {
-				sb.WriteString("1")
-			} else {
-				sb.WriteString("0")
+	return &cexpr.Dialect{
+		Err:   ErrUnsupported,
+		Int:   intLit,
+		Real:  func(ir.DType) string { return real },
+		Float: cexpr.Hex,
+		Cast: func(t ir.DType) (string, string) {
+			switch {
+			case t.IsFloat():
+				return "((" + real + ")(", "))"
+			case t == ir.Bool:
+				return "((", ") != 0)"
 			}
-			return nil
-		}
-		if x.Value() == math.MinInt64 {
-			sb.WriteString("INT64_MIN")
-			return nil
-		}
-		fmt.Fprintf(sb, "INT64_C(%d)", x.Value())
-		return nil
-	case *ir.FloatImm:
-		sb.WriteString(w.floatLit(x.Value()))
-		return nil
-	case *ir.Var:
-		n, err := w.name(x)
-		if err != nil {
-			return err
-		}
-		sb.WriteString(n)
-		return nil
-	case *ir.BufferLoad:
-		s, err := w.load(x)
-		if err != nil {
-			return err
-		}
-		sb.WriteString(s)
-		return nil
-	case *ir.Not:
-		sb.WriteString("(!")
-		if err := w.write(sb, x.A()); err != nil {
-			return err
-		}
-		sb.WriteString(")")
-		return nil
-	case *ir.Select:
-		return w.ternary(sb, x.Cond(), x.True(), x.False())
-	case *ir.Cast:
-		return w.cast(sb, t, x.A())
-	case *ir.Binary:
-		return w.binary(sb, x)
-	case *ir.Call:
-		return w.call(sb, x)
+			ct := "int64_t"
+			switch t {
+			case ir.Int8:
+				ct = "int8_t"
+			case ir.UInt8:
+				ct = "uint8_t"
+			case ir.Int32:
+				ct = "int32_t"
+			}
+			// Narrow, then widen back: integers are int64_t here.
+			return "((int64_t)(" + ct + ")(", "))"
+		},
+		Func: func(op ir.BinOp, t ir.DType) (string, error) {
+			float := t.IsFloat()
+			fn := ""
+			switch op {
+			case ir.OpDiv:
+				if !float {
+					fn = "dx_div"
+				}
+			case ir.OpMod:
+				fn = "dx_mod"
+			case ir.OpFloorDiv:
+				fn = "dx_floordiv"
+			case ir.OpFloorMod:
+				fn = "dx_floormod"
+			case ir.OpMin:
+				fn = "dx_min"
+			case ir.OpMax:
+				fn = "dx_max"
+			}
+			if float && fn != "" {
+				fn += real
+			}
+			return fn, nil
+		},
+		Call: func(op ir.CallOp, t ir.DType) (string, error) {
+			switch op {
+			case ir.CallRsqrt, ir.CallSigmoid:
+				return "dx_" + op.String() + real, nil
+			case ir.CallRound:
+				return "nearbyint" + suffix, nil
+			}
+			if fn, ok := cexpr.MathName(op); ok {
+				return fn + suffix, nil
+			}
+			return "", fmt.Errorf("%w: call %s", ErrUnsupported, op)
+		},
 	}
-	return fmt.Errorf("%w: expression %T (%s)", ErrUnsupported, e, ir.ExprString(e))
 }
 
-func (w *exprWriter) floatLit(v float64) string {
+// intLit writes an integer constant as int64_t, a bool as 0 or 1.
+func intLit(v int64, t ir.DType) (string, error) {
 	switch {
-	case math.IsNaN(v):
-		return "((" + w.real + ")NAN)"
-	case math.IsInf(v, 1):
-		return "((" + w.real + ")INFINITY)"
-	case math.IsInf(v, -1):
-		return "(-(" + w.real + ")INFINITY)"
-	}
-	if w.real == "float" {
-		return "(" + strconv.FormatFloat(float64(float32(v)), 'x', -1, 32) + "f)"
-	}
-	return "(" + strconv.FormatFloat(v, 'x', -1, 64) + ")"
-}
-
-func (w *exprWriter) ternary(sb *strings.Builder, c, a, b ir.Expr) error {
-	sb.WriteString("(")
-	for i, e := range []ir.Expr{c, a, b} {
-		if i == 1 {
-			sb.WriteString(" ? ")
-		} else if i == 2 {
-			sb.WriteString(" : ")
-		}
-		if err := w.write(sb, e); err != nil {
-			return err
-		}
-	}
-	sb.WriteString(")")
-	return nil
-}
-
-func (w *exprWriter) cast(sb *strings.Builder, t ir.DType, a ir.Expr) error {
-	var ct string
-	switch {
-	case t.IsFloat():
-		ct = w.real
+	case t == ir.Bool && v != 0:
+		return "1", nil
 	case t == ir.Bool:
-		sb.WriteString("((")
-		if err := w.write(sb, a); err != nil {
-			return err
-		}
-		sb.WriteString(") != 0)")
-		return nil
-	case t == ir.Int8:
-		ct = "int8_t"
-	case t == ir.UInt8:
-		ct = "uint8_t"
-	case t == ir.Int32:
-		ct = "int32_t"
-	default:
-		ct = "int64_t"
+		return "0", nil
+	case v == math.MinInt64:
+		return "INT64_MIN", nil
 	}
-	if t.IsInt() {
-		// Narrow, then widen back: integers are int64_t here.
-		sb.WriteString("((int64_t)(" + ct + ")(")
-		if err := w.write(sb, a); err != nil {
-			return err
-		}
-		sb.WriteString("))")
-		return nil
-	}
-	sb.WriteString("((" + ct + ")(")
-	if err := w.write(sb, a); err != nil {
-		return err
-	}
-	sb.WriteString("))")
-	return nil
-}
-
-var binC = map[ir.BinOp]string{
-	ir.OpAdd: "+", ir.OpSub: "-", ir.OpMul: "*", ir.OpEQ: "==", ir.OpNE: "!=",
-	ir.OpLT: "<", ir.OpLE: "<=", ir.OpGT: ">", ir.OpGE: ">=", ir.OpAnd: "&&", ir.OpOr: "||",
-}
-
-func (w *exprWriter) binary(sb *strings.Builder, x *ir.Binary) error {
-	float := x.A().DType().IsFloat()
-	fn := ""
-	switch x.Op() {
-	case ir.OpDiv:
-		if float {
-			break
-		}
-		fn = "dx_div"
-	case ir.OpMod:
-		fn = "dx_mod"
-		if float {
-			fn = "fmod" + w.suffix()
-		}
-	case ir.OpFloorDiv, ir.OpFloorMod:
-		if !float && w.nonNegative(x.A()) && positiveConst(x.B()) {
-			// C's truncating / and % are floor division and modulo here,
-			// and cheaper (no sign fix-up).
-			op := " / "
-			if x.Op() == ir.OpFloorMod {
-				op = " % "
-			}
-			sb.WriteString("(")
-			if err := w.write(sb, x.A()); err != nil {
-				return err
-			}
-			sb.WriteString(op)
-			if err := w.write(sb, x.B()); err != nil {
-				return err
-			}
-			sb.WriteString(")")
-			return nil
-		}
-		fn = "dx_floordiv"
-		if x.Op() == ir.OpFloorMod {
-			fn = "dx_floormod"
-		}
-		if float {
-			fn += w.real
-		}
-	case ir.OpMin:
-		fn = "dx_min"
-		if float {
-			fn = "dx_min" + w.real
-		}
-	case ir.OpMax:
-		fn = "dx_max"
-		if float {
-			fn = "dx_max" + w.real
-		}
-	}
-	if fn != "" {
-		sb.WriteString(fn + "(")
-		if err := w.write(sb, x.A()); err != nil {
-			return err
-		}
-		sb.WriteString(", ")
-		if err := w.write(sb, x.B()); err != nil {
-			return err
-		}
-		sb.WriteString(")")
-		return nil
-	}
-	op, ok := binC[x.Op()]
-	if x.Op() == ir.OpDiv {
-		op, ok = "/", true
-	}
-	if !ok {
-		return fmt.Errorf("%w: operator %s", ErrUnsupported, x.Op())
-	}
-	sb.WriteString("(")
-	if err := w.write(sb, x.A()); err != nil {
-		return err
-	}
-	sb.WriteString(" " + op + " ")
-	if err := w.write(sb, x.B()); err != nil {
-		return err
-	}
-	sb.WriteString(")")
-	return nil
-}
-
-// nonNegative reports whether integer expression e is never negative:
-// built from variables that cannot be (loop variables, threadIdx and
-// blockIdx; not those w.signed names), non-negative constants, additions,
-// multiplications, and divisions, modulos, minima and maxima of such.
-func (w *exprWriter) nonNegative(e ir.Expr) bool {
-	switch x := e.(type) {
-	case *ir.IntImm:
-		return x.Value() >= 0
-	case *ir.Var:
-		return w.signed == nil || !w.signed(x)
-	case *ir.Cast:
-		return x.DType().IsInt() && x.A().DType().IsInt() && x.DType().Bits() >= x.A().DType().Bits() && w.nonNegative(x.A())
-	case *ir.Binary:
-		switch x.Op() {
-		case ir.OpAdd, ir.OpMul, ir.OpMin, ir.OpMax:
-			return w.nonNegative(x.A()) && w.nonNegative(x.B())
-		case ir.OpFloorDiv, ir.OpFloorMod, ir.OpDiv, ir.OpMod:
-			return w.nonNegative(x.A()) && positiveConst(x.B())
-		}
-	}
-	return false
-}
-
-func positiveConst(e ir.Expr) bool {
-	c, ok := e.(*ir.IntImm)
-	return ok && c.Value() > 0
-}
-
-func (w *exprWriter) call(sb *strings.Builder, x *ir.Call) error {
-	args := x.Args()
-	if x.Op() == ir.CallIfThenElse {
-		if len(args) != 3 {
-			return fmt.Errorf("%w: if_then_else with %d arguments", ErrUnsupported, len(args))
-		}
-		return w.ternary(sb, args[0], args[1], args[2])
-	}
-	if !x.DType().IsFloat() {
-		return fmt.Errorf("%w: %s of %s", ErrUnsupported, x.Op(), x.DType())
-	}
-	s := w.suffix()
-	var fn string
-	switch x.Op() {
-	case ir.CallExp:
-		fn = "exp" + s
-	case ir.CallLog:
-		fn = "log" + s
-	case ir.CallSqrt:
-		fn = "sqrt" + s
-	case ir.CallRsqrt:
-		fn = "dx_rsqrt" + w.real
-	case ir.CallTanh:
-		fn = "tanh" + s
-	case ir.CallSigmoid:
-		fn = "dx_sigmoid" + w.real
-	case ir.CallErf:
-		fn = "erf" + s
-	case ir.CallPow:
-		fn = "pow" + s
-	case ir.CallFabs:
-		fn = "fabs" + s
-	case ir.CallFloor:
-		fn = "floor" + s
-	case ir.CallCeil:
-		fn = "ceil" + s
-	case ir.CallRound:
-		fn = "nearbyint" + s
-	case ir.CallSin:
-		fn = "sin" + s
-	case ir.CallCos:
-		fn = "cos" + s
-	default:
-		return fmt.Errorf("%w: call %s", ErrUnsupported, x.Op())
-	}
-	if len(args) != x.Op().Arity() {
-		return fmt.Errorf("%w: %s with %d arguments", ErrUnsupported, x.Op(), len(args))
-	}
-	sb.WriteString(fn + "(")
-	for i, a := range args {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		if err := w.write(sb, a); err != nil {
-			return err
-		}
-	}
-	sb.WriteString(")")
-	return nil
+	return fmt.Sprintf("INT64_C(%d)", v), nil
 }
 
 // prelude is the C both generated programs start with: headers, the
@@ -415,19 +170,6 @@ static void *dx_alloc(size_t n) {
 static void dx_poisonf(float *p, int64_t n) { for (int64_t i = 0; i < n; i++) p[i] = NAN; }
 static void dx_poisond(double *p, int64_t n) { for (int64_t i = 0; i < n; i++) p[i] = NAN; }
 `
-
-// cName turns an IR name into a C identifier fragment.
-func cName(s string) string {
-	var sb strings.Builder
-	for _, r := range s {
-		if r < 128 && (r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			sb.WriteRune(r)
-		} else {
-			sb.WriteByte('_')
-		}
-	}
-	return sb.String()
-}
 
 // cString quotes s as a C string literal.
 func cString(s string) string {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"dragonx/kernels/internal/cexpr"
 	"dragonx/kernels/ir"
 )
 
@@ -24,13 +25,13 @@ func TestIntegerDivision(t *testing.T) {
 		ir.Div(ir.Sub(v, ir.Int(5)), four), ir.Mod(ir.Sub(v, ir.Int(5)), four),
 		ir.FloorMod(ir.FloorDiv(ir.Mul(v, ir.Int(3)), four), ir.Int(2)),
 	}
-	w := &exprWriter{real: "float", name: func(*ir.Var) (string, error) { return "v", nil }}
+	w := &cexpr.Writer{D: dialect("float"), Name: func(*ir.Var) (string, error) { return "v", nil }}
 	var src strings.Builder
 	src.WriteString(preludeHead + "static const char *const dx_sites[] = {\"\"};\n" + prelude)
 	src.WriteString("int main(void) {\n\tfor (int64_t v = 0; v < 10; v++) {\n")
 	fixed := 0
 	for _, e := range exprs {
-		c, err := w.expr(e)
+		c, err := w.Expr(e)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"dragonx/kernels/internal/cexpr"
 	"dragonx/kernels/ir"
 )
 
@@ -24,7 +25,7 @@ func reference(f *ir.PrimFunc, real string) (string, error) {
 		return "", errors.New("cgen: reference: no function body")
 	}
 	rg := &refGen{real: real, src: &source{}, nm: newNames(), bufs: map[*ir.Buffer]string{}, vars: map[*ir.Var]string{}, signed: map[*ir.Var]bool{}}
-	rg.ew = &exprWriter{real: real, name: rg.varName, load: rg.load, signed: func(v *ir.Var) bool { return rg.signed[v] }}
+	rg.ew = &cexpr.Writer{D: dialect(real), Name: rg.varName, Load: rg.load, Signed: func(v *ir.Var) bool { return rg.signed[v] }}
 	outputs := Outputs(f)
 	var order []*ir.Buffer
 	for _, b := range f.Params {
@@ -108,7 +109,7 @@ type refGen struct {
 	vars map[*ir.Var]string
 	// signed marks the block iter vars whose domain starts below 0.
 	signed map[*ir.Var]bool
-	ew     *exprWriter
+	ew     *cexpr.Writer
 	body   strings.Builder
 }
 
@@ -133,7 +134,7 @@ func (rg *refGen) flat(b *ir.Buffer, idx []ir.Expr, what string) (string, error)
 	var sb strings.Builder
 	stride := int64(1)
 	for d := len(idx) - 1; d >= 0; d-- {
-		e, err := rg.ew.expr(idx[d])
+		e, err := rg.ew.Expr(idx[d])
 		if err != nil {
 			return "", err
 		}
@@ -174,7 +175,7 @@ func (rg *refGen) stmt(s ir.Stmt, ind int) error {
 		if loops, ok := reductionNest(x); ok {
 			return rg.nest(loops, ind)
 		}
-		ext, err := rg.ew.expr(x.ExtentExpr())
+		ext, err := rg.ew.Expr(x.ExtentExpr())
 		if err != nil {
 			return err
 		}
@@ -187,7 +188,7 @@ func (rg *refGen) stmt(s ir.Stmt, ind int) error {
 		delete(rg.vars, x.Var)
 		rg.line(ind, "}")
 	case *ir.IfThenElse:
-		c, err := rg.ew.expr(x.Cond)
+		c, err := rg.ew.Expr(x.Cond)
 		if err != nil {
 			return err
 		}
@@ -207,10 +208,10 @@ func (rg *refGen) stmt(s ir.Stmt, ind int) error {
 		if len(x.IterValues) != len(blk.IterVars) {
 			return fmt.Errorf("block %s: %d bindings for %d iter vars", blk.Name, len(x.IterValues), len(blk.IterVars))
 		}
-		rg.line(ind, "{ /* block %s */", cName(blk.Name))
+		rg.line(ind, "{ /* block %s */", cexpr.Ident(blk.Name))
 		vals := make([]string, len(x.IterValues))
 		for i, e := range x.IterValues {
-			c, err := rg.ew.expr(e)
+			c, err := rg.ew.Expr(e)
 			if err != nil {
 				return err
 			}
@@ -230,7 +231,7 @@ func (rg *refGen) stmt(s ir.Stmt, ind int) error {
 		}
 		in := ind + 1
 		if x.Predicate != nil && !ir.IsTrue(x.Predicate) {
-			c, err := rg.ew.expr(x.Predicate)
+			c, err := rg.ew.Expr(x.Predicate)
 			if err != nil {
 				return err
 			}
@@ -265,7 +266,7 @@ func (rg *refGen) stmt(s ir.Stmt, ind int) error {
 		if err != nil {
 			return err
 		}
-		v, err := rg.ew.expr(x.Value)
+		v, err := rg.ew.Expr(x.Value)
 		if err != nil {
 			return err
 		}
@@ -408,7 +409,7 @@ func sameVars(idx []ir.Expr, vars []*ir.Var) bool {
 func (rg *refGen) nest(loops []*ir.For, ind int) error {
 	in := ind
 	for _, l := range loops {
-		ext, err := rg.ew.expr(l.ExtentExpr())
+		ext, err := rg.ew.Expr(l.ExtentExpr())
 		if err != nil {
 			return err
 		}

@@ -47,6 +47,7 @@ import (
 	"math"
 	"strings"
 
+	"dragonx/kernels/internal/cexpr"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/lower"
 )
@@ -225,7 +226,7 @@ func init() {
 }
 
 func (n *names) fresh(base string) string {
-	base = cName(base)
+	base = cexpr.Ident(base)
 	if base == "" || base[0] >= '0' && base[0] <= '9' || strings.HasPrefix(base, "dx_") || strings.HasPrefix(base, "__") {
 		base = "v_" + base
 	}
@@ -240,17 +241,4 @@ func (n *names) fresh(base string) string {
 			return s
 		}
 	}
-}
-
-// cName turns an IR name into an identifier fragment.
-func cName(s string) string {
-	var sb strings.Builder
-	for _, r := range s {
-		if r < 128 && (r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			sb.WriteRune(r)
-		} else {
-			sb.WriteByte('_')
-		}
-	}
-	return sb.String()
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"dragonx/kernels/internal/cexpr"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/lower"
 )
@@ -266,8 +267,8 @@ func (kg *kernelGen) load(x *ir.BufferLoad) (string, error) {
 }
 
 func (kg *kernelGen) expr(e ir.Expr) (string, error) {
-	w := exprWriter{name: kg.varName, load: kg.load}
-	return w.expr(e)
+	w := cexpr.Writer{D: dialect, Name: kg.varName, Load: kg.load}
+	return w.Expr(e)
 }
 
 func (kg *kernelGen) varName(v *ir.Var) (string, error) {

@@ -481,7 +481,10 @@ func appendRealizes(out []*ir.BlockRealize, s ir.Stmt, nested bool) []*ir.BlockR
 // loops of s down to it (fn must not keep the slice; it is reused). The
 // walk stops when fn returns false.
 func walkChildRealizes(s ir.Stmt, loops []*ir.For, fn func(r *ir.BlockRealize, loops []*ir.For) bool) {
-	ls := loops[:len(loops):len(loops)] // appends must not write into the caller's array
+	// A copy, since appends must not write into the caller's array, with
+	// room for the loops of a deep nest: one allocation for the walk.
+	ls := make([]*ir.For, len(loops), len(loops)+16)
+	copy(ls, loops)
 	stop := false
 	var walk func(x ir.Stmt)
 	walk = func(x ir.Stmt) {

@@ -246,7 +246,10 @@ func (s *Session) Emit(kind string, inputs, attrs []Value, decision *Value) ([]s
 		case schedule.LoopRV:
 			prefix = "l"
 		}
-		name := prefix + strconv.Itoa(s.named)
+		// One allocation for the name (prefix + strconv.Itoa would take
+		// two from 100 on).
+		var buf [24]byte
+		name := string(strconv.AppendInt(append(buf[:0], prefix...), int64(s.named), 10))
 		s.named++
 		in.Outputs[k] = name
 		s.names.add(name, rv)

@@ -99,46 +99,59 @@ func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr, marks bindingMarks) {
 func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, preserveUnit bool) {
 	la := sch.analyzer() // for its reusable IterMapSimplify scratch
 	defer sch.release(la)
-	iters := make([]arith.LoopIter, 0, len(outer)+8)
-	bind := func(l *ir.For) {
-		// A symbolic extent (n = 0 here) is never read: bindings under
-		// such a loop are left as they are (below).
-		n, _ := l.ConstExtent()
-		iters = append(iters, arith.LoopIter{Var: l.Var, Extent: n})
-	}
+	// The iters are kept in the schedule's scratch (simplifyBindings is
+	// never called from inside itself), the walk's state in a struct on
+	// the stack: no allocation for either.
+	b := bindingWalk{la: la, iters: sch.iters[:0], trivial: !preserveUnit}
 	// TVM's IterMapSimplify leaves every binding as it is when a loop
 	// around the block has an extent that depends on another loop (its
 	// IterRangeSanityCheck fails): so do we.
 	symOuter := false
 	for _, l := range outer {
-		bind(l)
+		b.bind(l)
 		symOuter = symOuter || l.SymbolicExtent() != nil
 	}
-	var walk func(x ir.Stmt, sym bool)
-	walk = func(x ir.Stmt, sym bool) {
-		switch x := x.(type) {
-		case *ir.For:
-			n := len(iters)
-			bind(x)
-			walk(x.Body, sym || x.SymbolicExtent() != nil)
-			iters = iters[:n]
-		case *ir.SeqStmt:
-			for _, c := range x.Stmts {
-				walk(c, sym)
-			}
-		case *ir.IfThenElse:
-			walk(x.Then, sym)
-			walk(x.Else, sym)
-		case *ir.BlockRealize:
-			if sym || len(x.IterValues) == 0 {
-				return
-			}
-			// On failure the bindings are not written: they stay as
-			// substituted.
-			la.IterMapSimplify(x.IterValues, x.IterValues, iters, x.Predicate, !preserveUnit)
+	b.walk(s, symOuter)
+	sch.iters = b.iters[:0]
+}
+
+// bindingWalk is simplifyBindings' walk: the loops met on the way down
+// (after those above the statement walked) and what IterMapSimplify needs.
+type bindingWalk struct {
+	la      *loopAnalyzer
+	iters   []arith.LoopIter
+	trivial bool
+}
+
+func (b *bindingWalk) bind(l *ir.For) {
+	// A symbolic extent (n = 0 here) is never read: bindings under such a
+	// loop are left as they are (below).
+	n, _ := l.ConstExtent()
+	b.iters = append(b.iters, arith.LoopIter{Var: l.Var, Extent: n})
+}
+
+func (b *bindingWalk) walk(x ir.Stmt, sym bool) {
+	switch x := x.(type) {
+	case *ir.For:
+		n := len(b.iters)
+		b.bind(x)
+		b.walk(x.Body, sym || x.SymbolicExtent() != nil)
+		b.iters = b.iters[:n]
+	case *ir.SeqStmt:
+		for _, c := range x.Stmts {
+			b.walk(c, sym)
 		}
+	case *ir.IfThenElse:
+		b.walk(x.Then, sym)
+		b.walk(x.Else, sym)
+	case *ir.BlockRealize:
+		if sym || len(x.IterValues) == 0 {
+			return
+		}
+		// On failure the bindings are not written: they stay as
+		// substituted.
+		b.la.IterMapSimplify(x.IterValues, x.IterValues, b.iters, x.Predicate, b.trivial)
 	}
-	walk(s, symOuter)
 }
 
 // loopAnalyzer returns an analyzer that knows the ranges of loops, and the

@@ -35,7 +35,7 @@ func (m bindingMarks) of(r *ir.BlockRealize) []bool {
 func markBindings(s ir.Stmt, vars []*ir.Var) bindingMarks {
 	var marks bindingMarks
 	uses := func(v *ir.Var) bool { return slices.Contains(vars, v) }
-	for _, r := range childRealizes(s) {
+	forChildRealizes(s, func(r *ir.BlockRealize) bool {
 		var m []bool
 		for i, v := range r.IterValues {
 			if ir.UsesVar(v, uses) {
@@ -48,7 +48,8 @@ func markBindings(s ir.Stmt, vars []*ir.Var) bindingMarks {
 		if m != nil {
 			marks = append(marks, realizeMarks{r, m})
 		}
-	}
+		return true
+	})
 	return marks
 }
 

@@ -450,6 +450,46 @@ func countRealizes(s ir.Stmt, nested bool) int {
 	return 0
 }
 
+// forRealizes calls fn on each BlockRealize that appendRealizes(nil, s,
+// nested) lists, in the same order, without building the list (for
+// callers that only look at them, and change nothing in s). It stops at
+// the first fn that returns false, and reports whether none did.
+func forRealizes(s ir.Stmt, nested bool, fn func(*ir.BlockRealize) bool) bool {
+	switch x := s.(type) {
+	case *ir.BlockRealize:
+		if !fn(x) {
+			return false
+		}
+		if nested && x.Block != nil {
+			return forRealizes(x.Block, nested, fn)
+		}
+	case *ir.Block:
+		return forRealizes(x.Init, nested, fn) && forRealizes(x.Body, nested, fn)
+	case *ir.For:
+		return forRealizes(x.Body, nested, fn)
+	case *ir.SeqStmt:
+		for _, c := range x.Stmts {
+			if !forRealizes(c, nested, fn) {
+				return false
+			}
+		}
+	case *ir.IfThenElse:
+		return forRealizes(x.Then, nested, fn) && forRealizes(x.Else, nested, fn)
+	}
+	return true
+}
+
+// forChildRealizes is forRealizes over what childRealizes(s) lists.
+func forChildRealizes(s ir.Stmt, fn func(*ir.BlockRealize) bool) bool {
+	switch x := s.(type) {
+	case *ir.BlockRealize:
+		return fn(x)
+	case *ir.Block:
+		s = x.Body
+	}
+	return forRealizes(s, false, fn)
+}
+
 // appendRealizes appends the BlockRealizes under s in program order
 // (pre-order, a Block's Init before its Body); nested ones too when nested
 // is set.

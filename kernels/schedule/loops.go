@@ -89,7 +89,7 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 		}
 	}
 	body := loop.Body
-	marks := markBindings(body, []*ir.Var{loop.Var})
+	marks := s.markBindings(body, []*ir.Var{loop.Var})
 	substituteLoopVars(body, map[*ir.Var]ir.Expr{loop.Var: value}, marks)
 
 	// Step 2. The predicate of an imperfect split, on the blocks directly
@@ -165,7 +165,7 @@ func (s *Schedule) splitSymbolic(l LoopRV, loop *ir.For, lp loopPath, factors []
 		newLoops[i] = ir.LoopExpr(vars[i], fx[i], nil)
 	}
 	body := loop.Body
-	marks := markBindings(body, []*ir.Var{loop.Var})
+	marks := s.markBindings(body, []*ir.Var{loop.Var})
 	substituteLoopVars(body, map[*ir.Var]ir.Expr{loop.Var: value}, marks)
 	if !disablePredication {
 		for _, nl := range newLoops {
@@ -308,7 +308,7 @@ func (s *Schedule) Fuse(ls []LoopRV, preserveUnitIters bool) (LoopRV, error) {
 	for i, l := range loops {
 		old[i] = l.Var
 	}
-	marks := markBindings(body, old)
+	marks := s.markBindings(body, old)
 	substituteLoopVars(body, sub, marks)
 	fused := ir.Loop(fv, extent, body)
 	if symExtent != nil {

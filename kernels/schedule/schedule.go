@@ -76,6 +76,8 @@ type Schedule struct {
 	paths  []ir.Stmt        // where pathTo carves its results from
 	pgen   int              // counts the chunks pathTo has allocated (see markPaths)
 	iters  []arith.LoopIter // scratch for simplifyBindings
+	marks  bindingMarks     // scratch for markBindings
+	flags  []bool           // scratch for markBindings
 }
 
 // New returns a schedule over a copy of f; f itself is never modified,

@@ -31,16 +31,19 @@ func (m bindingMarks) of(r *ir.BlockRealize) []bool {
 // markBindings records which iter values of the BlockRealizes under s use
 // one of vars (the loop variables a Split or Fuse is about to replace).
 // Only the realizes directly under s (not inside a block) can: a block's
-// body never sees the loops around the block.
-func markBindings(s ir.Stmt, vars []*ir.Var) bindingMarks {
-	var marks bindingMarks
+// body never sees the loops around the block. The marks are carved from
+// the schedule's scratch: they are the caller's until the next call.
+func (sch *Schedule) markBindings(s ir.Stmt, vars []*ir.Var) bindingMarks {
+	marks, flags := sch.marks[:0], sch.flags[:0]
 	uses := func(v *ir.Var) bool { return slices.Contains(vars, v) }
 	forChildRealizes(s, func(r *ir.BlockRealize) bool {
 		var m []bool
 		for i, v := range r.IterValues {
 			if ir.UsesVar(v, uses) {
 				if m == nil {
-					m = make([]bool, len(r.IterValues))
+					n := len(flags)
+					flags = append(flags, make([]bool, len(r.IterValues))...)
+					m = flags[n:len(flags):len(flags)]
 				}
 				m[i] = true
 			}
@@ -50,6 +53,7 @@ func markBindings(s ir.Stmt, vars []*ir.Var) bindingMarks {
 		}
 		return true
 	})
+	sch.marks, sch.flags = marks, flags
 	return marks
 }
 

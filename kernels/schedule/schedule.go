@@ -75,6 +75,8 @@ type Schedule struct {
 	path   []ir.Stmt        // scratch for findPath
 	paths  []ir.Stmt        // where pathTo carves its results from
 	pgen   int              // counts the chunks pathTo has allocated (see markPaths)
+	lchunk []*ir.For        // where loopsChunk carves loop lists from
+	lgen   int              // counts the chunks loopsChunk has allocated
 	iters  []arith.LoopIter // scratch for simplifyBindings
 	marks  bindingMarks     // scratch for markBindings
 	flags  []bool           // scratch for markBindings

@@ -43,16 +43,16 @@
 // (3,600-4,200 per second and per core: 0.7-0.8 of the target) and the
 // C2D sketch of testdata 0.47-0.56 ms (1,800-2,100 per second: 0.4 of it);
 // from bytes (Check builds the workload each time) 0.40-0.50 and
-// 0.62-0.75 ms. The second round of work (branch k11-perf2) took 4-5% of
-// the instructions and 15-19% of the allocations off, too little for
+// 0.62-0.75 ms. The second round of work (branch k11-perf2) took 5-6% of
+// the instructions and a fifth of the allocations off, too little for
 // timings on that machine to show under its load. Timings there vary by a fifth with its load, and
 // far more under a full test run; instruction counts do not (valgrind
 // --tool=callgrind on the benchmark binary with GODEBUG=asyncpreemptoff=1
 // and GOGC=off, at -benchtime 50x and 250x, the difference divided by
-// 200): a C2D check executes 2.88 million instructions outside the
-// garbage collector (3.00 before that round), in 1,620 allocations of
-// 184 KB in all (2,000 of 200 KB), a dense one 1.44 million (1.51) in
-// 1,020 allocations of 116 KB (1,200 of 120 KB). The collector itself
+// 200): a C2D check executes 2.85 million instructions outside the
+// garbage collector (3.00 before that round), in 1,530 allocations of
+// 182 KB in all (2,000 of 200 KB), a dense one 1.42 million (1.51) in
+// 960 allocations of 115 KB (1,200 of 120 KB). The collector itself
 // takes 2-3% of the time (GODEBUG=gctrace=1: a cycle every 20-25 checks,
 // under 1 MB live), allocation (mallocgc) some 16% of the instructions;
 // callgrind with the collector on counts far more, but valgrind's

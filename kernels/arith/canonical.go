@@ -105,7 +105,7 @@ func (a *Analyzer) newTerms(n int) []term {
 		// A small first chunk: many analyzers answer a few questions only.
 		size := 16
 		if a.chunk != nil {
-			size = 64
+			size = min(max(64, 2*cap(a.chunk)), 512)
 		}
 		a.chunk = make([]term, 0, max(size, n))
 		a.gen++

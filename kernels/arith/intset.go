@@ -58,12 +58,29 @@ func (s IntSet) String() string {
 func (a *Analyzer) Union(x, y IntSet) IntSet {
 	var s IntSet
 	if x.Min != nil && y.Min != nil {
-		s.Min = a.Simplify(ir.Min(x.Min, y.Min))
+		s.Min = a.simplifyMinMax(ir.OpMin, x.Min, y.Min)
 	}
 	if x.Max != nil && y.Max != nil {
-		s.Max = a.Simplify(ir.Max(x.Max, y.Max))
+		s.Max = a.simplifyMinMax(ir.OpMax, x.Max, y.Max)
 	}
 	return s
+}
+
+// simplifyMinMax is Simplify(ir.NewBinary(op, p, q)) for op min or max.
+// When p and q are the same integer expression (the ends of the sets of
+// two accesses to one region, as often as not), it is what that Simplify
+// comes to without the work it spends finding so: the canonical
+// simplifier takes l = Simplify(p) and r = Simplify(q), the same
+// expression, finds l - r = 0 (their terms cancel one by one), so picks l,
+// and builds the expression of l's sum, fromSum(shallowSum(l)) (Simplify
+// returns the min node itself only when it is that very expression).
+func (a *Analyzer) simplifyMinMax(op ir.BinOp, p, q ir.Expr) ir.Expr {
+	if !p.DType().IsInt() || !ir.SameExpr(p, q) {
+		return a.Simplify(ir.NewBinary(op, p, q))
+	}
+	l := a.Simplify(p)
+	defer a.release(a.mark())
+	return a.fromSum(a.shallowSum(l))
 }
 
 // Intersect returns [max(x.Min, y.Min), min(x.Max, y.Max)]; it may be
@@ -74,13 +91,13 @@ func (a *Analyzer) Intersect(x, y IntSet) IntSet {
 	case x.Min == nil:
 		s.Min = y.Min
 	case y.Min != nil:
-		s.Min = a.Simplify(ir.Max(x.Min, y.Min))
+		s.Min = a.simplifyMinMax(ir.OpMax, x.Min, y.Min)
 	}
 	switch {
 	case x.Max == nil:
 		s.Max = y.Max
 	case y.Max != nil:
-		s.Max = a.Simplify(ir.Min(x.Max, y.Max))
+		s.Max = a.simplifyMinMax(ir.OpMin, x.Max, y.Max)
 	}
 	return s
 }

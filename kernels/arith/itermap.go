@@ -88,6 +88,7 @@ func (m *iterMapper) detect(indices []ir.Expr, iters []LoopIter, pred ir.Expr, s
 	}
 	m.marks = m.marks[:len(iters)]
 	m.arena = m.arena[:0]
+	m.slab = m.slab[:0]
 	m.depth = 0
 	m.fused, m.constraints, m.sums = m.fused[:0], m.constraints[:0], m.sums[:0]
 	for i, it := range iters {
@@ -150,6 +151,8 @@ type iterMapper struct {
 	fused       []fusedMark // fused marks, looked up by their flattened sums
 	constraints []fusedMark // the fused marks the predicate bounds
 	sums        []isum
+	slab        []imark    // where fused marks are allocated from; reused across calls
+	visited     []bool     // fuse's and combineSameSource's scratch
 	scratch     [][]isplit // rewrite's accumulators, by nesting depth
 	depth       int
 	bijective   bool // no gaps between digits (TVM's bijective level)
@@ -186,6 +189,27 @@ func (m *iterMapper) take(n int) []isplit {
 }
 
 func (m *iterMapper) one(s isplit) []isplit { return append(m.take(1), s) }
+
+// newMark returns a new fused mark, from the slab while it lasts (like the
+// arena, the slab is reused by the next detect: no mark outlives it).
+func (m *iterMapper) newMark(src []isplit, extent int64) *imark {
+	if len(m.slab) == cap(m.slab) {
+		// A new chunk; the marks taken from the old one stay valid.
+		m.slab = make([]imark, 0, max(16, 2*cap(m.slab)))
+	}
+	m.slab = append(m.slab, imark{src: src, extent: extent})
+	return &m.slab[len(m.slab)-1]
+}
+
+// flags returns n false flags, reusing m's scratch.
+func (m *iterMapper) flags(n int) []bool {
+	if n > cap(m.visited) {
+		m.visited = make([]bool, n, max(n, 16))
+	}
+	v := m.visited[:n]
+	clear(v)
+	return v
+}
 
 func (m *iterMapper) varMark(v *ir.Var) *imark {
 	for i := range m.marks {
@@ -463,7 +487,7 @@ func firstUnitExtent(args []isplit) int {
 
 // combineSameSource is TVM's TryCombineSplitFromSameSource: adjacent
 // digits of one mark merge, (x // 4 % 4) * 4 + x % 4 into x % 16.
-func combineSameSource(s isum) (isum, bool) {
+func (m *iterMapper) combineSameSource(s isum) (isum, bool) {
 	if len(s.args) <= 1 {
 		return s, false
 	}
@@ -487,9 +511,9 @@ func combineSameSource(s isum) (isum, bool) {
 		}
 		return n
 	}
-	visited := make([]bool, len(s.args))
+	visited := m.flags(len(s.args))
 	firstUnit := firstUnitExtent(s.args)
-	var rev []isplit
+	rev := m.take(len(s.args))
 	for rend := len(s.args) - 1; rend >= 0; {
 		if visited[rend] {
 			rend--
@@ -528,14 +552,14 @@ func combineSameSource(s isum) (isum, bool) {
 // as at TVM's surjective level). They become one split of a fused mark,
 // shared with earlier sums of the same splits.
 func (m *iterMapper) fuse(s isum, allowEarlySkip bool) (isum, bool) {
-	if c, ok := combineSameSource(s); ok {
+	if c, ok := m.combineSameSource(s); ok {
 		s = c
 		if len(s.args) <= 1 && allowEarlySkip {
 			return s, true
 		}
 	}
 	n := len(s.args)
-	visited := make([]bool, n)
+	visited := m.flags(n)
 	base := findBase(s.args, visited, nil, n-1)
 	if base == -1 {
 		return isum{}, false
@@ -625,7 +649,7 @@ func (m *iterMapper) fuse(s isum, allowEarlySkip bool) (isum, bool) {
 			return isum{args: m.one(isplit{m: f.m, lower: 1, extent: f.m.extent, scale: baseScale}), base: s.base}, true
 		}
 	}
-	mk := &imark{src: grouped, extent: expected/baseScale + tail}
+	mk := m.newMark(grouped, expected/baseScale+tail)
 	m.fused = append(m.fused, fusedMark{flat: flat, m: mk})
 	return isum{args: m.one(isplit{m: mk, lower: 1, extent: mk.extent, scale: baseScale}), base: s.base}, true
 }

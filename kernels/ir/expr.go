@@ -294,9 +294,11 @@ func IntImmOf(t DType, v int64) *IntImm {
 	return &IntImm{v: v, t: t}
 }
 
-// True and False return bool constants.
-func True() *IntImm  { return &IntImm{v: 1, t: Bool} }
-func False() *IntImm { return &IntImm{v: 0, t: Bool} }
+// True and False return bool constants, shared as the small integers are.
+func True() *IntImm  { return &boolImms[1] }
+func False() *IntImm { return &boolImms[0] }
+
+var boolImms = [2]IntImm{{v: 0, t: Bool}, {v: 1, t: Bool}}
 
 // F32 returns a float32 constant.
 func F32(v float64) *FloatImm { return &FloatImm{v: v, t: Float32} }

@@ -181,9 +181,10 @@ func (s *Schedule) consumerSet(prim string, consumers []BlockRV) (map[*ir.Block]
 			return nil, err
 		}
 		set[cb] = true
-		for _, r := range childRealizes(cb) {
+		forChildRealizes(cb, func(r *ir.BlockRealize) bool {
 			set[r.Block] = true
-		}
+			return true
+		})
 	}
 	return set, nil
 }

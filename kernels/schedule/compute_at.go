@@ -142,7 +142,7 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 	lastProducer, firstConsumer := -1, len(subtrees)
 	var seenProducers, seenConsumers []*ir.Block
 	for i, st := range subtrees {
-		for _, r := range childRealizes(st) {
+		forChildRealizes(st, func(r *ir.BlockRealize) bool {
 			if slices.Contains(producers, r.Block) {
 				lastProducer = i
 				seenProducers = append(seenProducers, r.Block)
@@ -153,7 +153,8 @@ func (s *Schedule) computeAt(prim string, forward bool, b BlockRV, l LoopRV, pre
 				}
 				seenConsumers = append(seenConsumers, r.Block)
 			}
-		}
+			return true
+		})
 	}
 	if forward {
 		if missing := notIn(consumers, seenConsumers); missing != nil {
@@ -432,9 +433,10 @@ func (la *loopAnalyzer) relaxRange(rg ir.Range, binding map[*ir.Var]ir.Expr, dom
 // computes something else in these cases; dragonx refuses them.
 func (s *Schedule) checkOrderAround(prim string, b BlockRV, l LoopRV, loop *ir.For, sc *scopeInfo, producers, consumers []*ir.Block) error {
 	under := map[*ir.Block]bool{}
-	for _, r := range realizesUnder(loop.Body) {
+	forRealizes(loop.Body, true, func(r *ir.BlockRealize) bool {
 		under[r.Block] = true
-	}
+		return true
+	})
 	lo, hi := -1, -1
 	for i, r := range sc.children {
 		if under[r.Block] {

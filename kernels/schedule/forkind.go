@@ -69,24 +69,32 @@ func (s *Schedule) parallelize(prim string, l LoopRV, kind ir.ForKind, thread st
 	// Step 2. Each iter var bound to an expression of the loop variable is
 	// data-parallel (or a reduction under threadIdx).
 	crossThread := thread != "" && ir.ThreadRank(thread) == 2
-	for _, r := range realizesUnder(loop.Body) {
-		for i, iv := range r.Block.IterVars {
+	var bad *ir.BlockRealize
+	var badVar *ir.IterVar
+	forRealizes(loop.Body, true, func(r *ir.BlockRealize) bool {
+		for i := range r.Block.IterVars {
+			iv := &r.Block.IterVars[i]
 			if i >= len(r.IterValues) || !ir.UsesVar(r.IterValues[i], func(v *ir.Var) bool { return v == loop.Var }) {
 				continue
 			}
 			if iv.Kind == ir.Spatial || iv.Kind == ir.Reduce && crossThread {
 				continue
 			}
-			what := "vectorized"
-			switch kind {
-			case ir.Parallel:
-				what = "parallelized"
-			case ir.ThreadBinding:
-				what = "bound to " + thread
-			}
-			return s.errorf(prim, "%v cannot be %s: iter var %s of block %q is %s and its binding uses the loop (only data-parallel iter vars may, or reduction ones under threadIdx)",
-				l, what, iv.Var.Name(), r.Block.Name, iv.Kind)
+			bad, badVar = r, iv
+			return false
 		}
+		return true
+	})
+	if bad != nil {
+		what := "vectorized"
+		switch kind {
+		case ir.Parallel:
+			what = "parallelized"
+		case ir.ThreadBinding:
+			what = "bound to " + thread
+		}
+		return s.errorf(prim, "%v cannot be %s: iter var %s of block %q is %s and its binding uses the loop (only data-parallel iter vars may, or reduction ones under threadIdx)",
+			l, what, badVar.Var.Name(), bad.Block.Name, badVar.Kind)
 	}
 	if kind == ir.ThreadBinding {
 		// TVM binds it and fails later (a launch dimension must be known

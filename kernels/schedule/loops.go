@@ -55,7 +55,12 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 		return s.splitSymbolic(l, loop, lp, factors, infer, prod, preserveUnitIters, disablePredication)
 	}
 	loopExtent, _ := loop.ConstExtent()
-	fs := append([]int64(nil), factors...)
+	// Room on the stack for the usual few factors (fs, vars and newLoops
+	// do not outlive the call).
+	var fsBuf [8]int64
+	var varsBuf [8]*ir.Var
+	var loopsBuf [8]*ir.For
+	fs := append(fsBuf[:0], factors...)
 	if infer >= 0 {
 		fs[infer] = (loopExtent + prod - 1) / prod
 		prod *= fs[infer]
@@ -66,7 +71,11 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 	// Step 1. New loop variables and the value that replaces the old one:
 	// ((v0 * f1 + v1) * f2 + v2) ..., built as TVM builds it, with its
 	// operators' constant folding (a factor 1 multiplies nothing).
-	vars := make([]*ir.Var, len(fs))
+	vars := varsBuf[:]
+	if len(fs) > len(vars) {
+		vars = make([]*ir.Var, len(fs))
+	}
+	vars = vars[:len(fs)]
 	var value ir.Expr
 	for i := range fs {
 		vars[i] = ir.NewVar(loop.Var.Name()+"_"+strconv.Itoa(i), loop.Var.DType())
@@ -80,7 +89,7 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 		}
 	}
 	body := loop.Body
-	marks := markBindings(body, []*ir.Var{loop.Var})
+	marks := s.markBindings(body, []*ir.Var{loop.Var})
 	substituteLoopVars(body, map[*ir.Var]ir.Expr{loop.Var: value}, marks)
 
 	// Step 2. The predicate of an imperfect split, on the blocks directly
@@ -95,7 +104,11 @@ func (s *Schedule) Split(l LoopRV, factors []int64, preserveUnitIters, disablePr
 	}
 
 	// Step 3. The loop nest.
-	newLoops := make([]*ir.For, len(fs))
+	newLoops := loopsBuf[:]
+	if len(fs) > len(newLoops) {
+		newLoops = make([]*ir.For, len(fs))
+	}
+	newLoops = newLoops[:len(fs)]
 	inner := body
 	for i := len(fs) - 1; i >= 0; i-- {
 		newLoops[i] = ir.Loop(vars[i], fs[i], inner)
@@ -152,7 +165,7 @@ func (s *Schedule) splitSymbolic(l LoopRV, loop *ir.For, lp loopPath, factors []
 		newLoops[i] = ir.LoopExpr(vars[i], fx[i], nil)
 	}
 	body := loop.Body
-	marks := markBindings(body, []*ir.Var{loop.Var})
+	marks := s.markBindings(body, []*ir.Var{loop.Var})
 	substituteLoopVars(body, map[*ir.Var]ir.Expr{loop.Var: value}, marks)
 	if !disablePredication {
 		for _, nl := range newLoops {
@@ -295,7 +308,7 @@ func (s *Schedule) Fuse(ls []LoopRV, preserveUnitIters bool) (LoopRV, error) {
 	for i, l := range loops {
 		old[i] = l.Var
 	}
-	marks := markBindings(body, old)
+	marks := s.markBindings(body, old)
 	substituteLoopVars(body, sub, marks)
 	fused := ir.Loop(fv, extent, body)
 	if symExtent != nil {

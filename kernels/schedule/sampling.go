@@ -377,7 +377,7 @@ func LoopIterType(l *ir.For) ir.IterKind { return loopIterType(l) }
 // if both or other kinds.
 func loopIterType(l *ir.For) ir.IterKind {
 	var nS, nR, nO int
-	for _, r := range childRealizes(l.Body) {
+	forChildRealizes(l.Body, func(r *ir.BlockRealize) bool {
 		for i, iv := range r.Block.IterVars {
 			if i >= len(r.IterValues) {
 				continue
@@ -398,7 +398,8 @@ func loopIterType(l *ir.For) ir.IterKind {
 				nO += n
 			}
 		}
-	}
+		return true
+	})
 	switch {
 	case nO > 0 || nS > 0 && nR > 0:
 		return ir.Opaque

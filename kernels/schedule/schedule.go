@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"dragonx/kernels/analysis"
+	"dragonx/kernels/arith"
 	"dragonx/kernels/ir"
 )
 
@@ -71,9 +72,14 @@ type Schedule struct {
 	namer  func(RV) string
 	check  bool
 	pool   []*loopAnalyzer
-	path   []ir.Stmt // scratch for findPath
-	paths  []ir.Stmt // where pathTo carves its results from
-	pgen   int       // counts the chunks pathTo has allocated (see markPaths)
+	path   []ir.Stmt        // scratch for findPath
+	paths  []ir.Stmt        // where pathTo carves its results from
+	pgen   int              // counts the chunks pathTo has allocated (see markPaths)
+	lchunk []*ir.For        // where loopsChunk carves loop lists from
+	lgen   int              // counts the chunks loopsChunk has allocated
+	iters  []arith.LoopIter // scratch for simplifyBindings
+	marks  bindingMarks     // scratch for markBindings
+	flags  []bool           // scratch for markBindings
 }
 
 // New returns a schedule over a copy of f; f itself is never modified,

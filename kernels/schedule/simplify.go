@@ -31,16 +31,19 @@ func (m bindingMarks) of(r *ir.BlockRealize) []bool {
 // markBindings records which iter values of the BlockRealizes under s use
 // one of vars (the loop variables a Split or Fuse is about to replace).
 // Only the realizes directly under s (not inside a block) can: a block's
-// body never sees the loops around the block.
-func markBindings(s ir.Stmt, vars []*ir.Var) bindingMarks {
-	var marks bindingMarks
+// body never sees the loops around the block. The marks are carved from
+// the schedule's scratch: they are the caller's until the next call.
+func (sch *Schedule) markBindings(s ir.Stmt, vars []*ir.Var) bindingMarks {
+	marks, flags := sch.marks[:0], sch.flags[:0]
 	uses := func(v *ir.Var) bool { return slices.Contains(vars, v) }
-	for _, r := range childRealizes(s) {
+	forChildRealizes(s, func(r *ir.BlockRealize) bool {
 		var m []bool
 		for i, v := range r.IterValues {
 			if ir.UsesVar(v, uses) {
 				if m == nil {
-					m = make([]bool, len(r.IterValues))
+					n := len(flags)
+					flags = append(flags, make([]bool, len(r.IterValues))...)
+					m = flags[n:len(flags):len(flags)]
 				}
 				m[i] = true
 			}
@@ -48,7 +51,9 @@ func markBindings(s ir.Stmt, vars []*ir.Var) bindingMarks {
 		if m != nil {
 			marks = append(marks, realizeMarks{r, m})
 		}
-	}
+		return true
+	})
+	sch.marks, sch.flags = marks, flags
 	return marks
 }
 
@@ -99,46 +104,59 @@ func substituteLoopVars(s ir.Stmt, m map[*ir.Var]ir.Expr, marks bindingMarks) {
 func (sch *Schedule) simplifyBindings(s ir.Stmt, outer []*ir.For, preserveUnit bool) {
 	la := sch.analyzer() // for its reusable IterMapSimplify scratch
 	defer sch.release(la)
-	iters := make([]arith.LoopIter, 0, len(outer)+8)
-	bind := func(l *ir.For) {
-		// A symbolic extent (n = 0 here) is never read: bindings under
-		// such a loop are left as they are (below).
-		n, _ := l.ConstExtent()
-		iters = append(iters, arith.LoopIter{Var: l.Var, Extent: n})
-	}
+	// The iters are kept in the schedule's scratch (simplifyBindings is
+	// never called from inside itself), the walk's state in a struct on
+	// the stack: no allocation for either.
+	b := bindingWalk{la: la, iters: sch.iters[:0], trivial: !preserveUnit}
 	// TVM's IterMapSimplify leaves every binding as it is when a loop
 	// around the block has an extent that depends on another loop (its
 	// IterRangeSanityCheck fails): so do we.
 	symOuter := false
 	for _, l := range outer {
-		bind(l)
+		b.bind(l)
 		symOuter = symOuter || l.SymbolicExtent() != nil
 	}
-	var walk func(x ir.Stmt, sym bool)
-	walk = func(x ir.Stmt, sym bool) {
-		switch x := x.(type) {
-		case *ir.For:
-			n := len(iters)
-			bind(x)
-			walk(x.Body, sym || x.SymbolicExtent() != nil)
-			iters = iters[:n]
-		case *ir.SeqStmt:
-			for _, c := range x.Stmts {
-				walk(c, sym)
-			}
-		case *ir.IfThenElse:
-			walk(x.Then, sym)
-			walk(x.Else, sym)
-		case *ir.BlockRealize:
-			if sym || len(x.IterValues) == 0 {
-				return
-			}
-			// On failure the bindings are not written: they stay as
-			// substituted.
-			la.IterMapSimplify(x.IterValues, x.IterValues, iters, x.Predicate, !preserveUnit)
+	b.walk(s, symOuter)
+	sch.iters = b.iters[:0]
+}
+
+// bindingWalk is simplifyBindings' walk: the loops met on the way down
+// (after those above the statement walked) and what IterMapSimplify needs.
+type bindingWalk struct {
+	la      *loopAnalyzer
+	iters   []arith.LoopIter
+	trivial bool
+}
+
+func (b *bindingWalk) bind(l *ir.For) {
+	// A symbolic extent (n = 0 here) is never read: bindings under such a
+	// loop are left as they are (below).
+	n, _ := l.ConstExtent()
+	b.iters = append(b.iters, arith.LoopIter{Var: l.Var, Extent: n})
+}
+
+func (b *bindingWalk) walk(x ir.Stmt, sym bool) {
+	switch x := x.(type) {
+	case *ir.For:
+		n := len(b.iters)
+		b.bind(x)
+		b.walk(x.Body, sym || x.SymbolicExtent() != nil)
+		b.iters = b.iters[:n]
+	case *ir.SeqStmt:
+		for _, c := range x.Stmts {
+			b.walk(c, sym)
 		}
+	case *ir.IfThenElse:
+		b.walk(x.Then, sym)
+		b.walk(x.Else, sym)
+	case *ir.BlockRealize:
+		if sym || len(x.IterValues) == 0 {
+			return
+		}
+		// On failure the bindings are not written: they stay as
+		// substituted.
+		b.la.IterMapSimplify(x.IterValues, x.IterValues, b.iters, x.Predicate, b.trivial)
 	}
-	walk(s, symOuter)
 }
 
 // loopAnalyzer returns an analyzer that knows the ranges of loops, and the

@@ -42,8 +42,9 @@ func (s *Schedule) pathTo(target ir.Stmt) []ir.Stmt {
 	return s.paths[i : i+n : i+n]
 }
 
-// A pathsMark is where the path chunk stood when a primitive began.
-type pathsMark struct{ len, gen int }
+// A pathsMark is where the path chunk (and the loop chunk, see
+// loopsChunk) stood when a primitive began.
+type pathsMark struct{ len, gen, loopsLen, loopsGen int }
 
 // markPaths and releasePaths bracket a primitive: the paths it located
 // die with it (none is kept in the schedule, and none is returned), so
@@ -51,7 +52,9 @@ type pathsMark struct{ len, gen int }
 // Paths taken before the mark stay (a primitive may call another); a
 // chunk allocated since the mark holds only the primitive's own paths and
 // is handed back whole.
-func (s *Schedule) markPaths() pathsMark { return pathsMark{len(s.paths), s.pgen} }
+func (s *Schedule) markPaths() pathsMark {
+	return pathsMark{len(s.paths), s.pgen, len(s.lchunk), s.lgen}
+}
 
 func (s *Schedule) releasePaths(m pathsMark) {
 	if s.pgen == m.gen {
@@ -59,6 +62,28 @@ func (s *Schedule) releasePaths(m pathsMark) {
 	} else {
 		s.paths = s.paths[:0]
 	}
+	if s.lgen == m.loopsGen {
+		s.lchunk = s.lchunk[:m.loopsLen]
+	} else {
+		s.lchunk = s.lchunk[:0]
+	}
+}
+
+// loopsChunk returns an empty list with room for n loops, carved from a
+// chunk as pathTo's paths are, and with their lifetime: the loop lists of
+// locateBlock and locateLoop, taken from the paths.
+func (s *Schedule) loopsChunk(n int) []*ir.For {
+	if cap(s.lchunk)-len(s.lchunk) < n {
+		size := 32
+		if s.lchunk != nil {
+			size = 128
+		}
+		s.lchunk = make([]*ir.For, 0, max(size, n))
+		s.lgen++
+	}
+	i := len(s.lchunk)
+	s.lchunk = s.lchunk[:i+n]
+	return s.lchunk[i : i : i+n]
 }
 
 // findPath leaves in the scratch s.path the ancestors of target from the
@@ -245,7 +270,7 @@ func (s *Schedule) locateBlock(b *ir.Block) (blockPath, bool) {
 		break
 	}
 	if n > 0 {
-		bp.loops = make([]*ir.For, 0, n)
+		bp.loops = s.loopsChunk(n)
 		for _, x := range p[top : len(p)-2] {
 			if f, ok := x.(*ir.For); ok {
 				bp.loops = append(bp.loops, f)
@@ -284,7 +309,7 @@ func (s *Schedule) locateLoop(l *ir.For) (loopPath, bool) {
 		}
 	}
 	if n > 0 {
-		lp.outer = make([]*ir.For, 0, n)
+		lp.outer = s.loopsChunk(n)
 		for _, x := range p[top : len(p)-1] {
 			if f, ok := x.(*ir.For); ok {
 				lp.outer = append(lp.outer, f)
@@ -450,6 +475,46 @@ func countRealizes(s ir.Stmt, nested bool) int {
 	return 0
 }
 
+// forRealizes calls fn on each BlockRealize that appendRealizes(nil, s,
+// nested) lists, in the same order, without building the list (for
+// callers that only look at them, and change nothing in s). It stops at
+// the first fn that returns false, and reports whether none did.
+func forRealizes(s ir.Stmt, nested bool, fn func(*ir.BlockRealize) bool) bool {
+	switch x := s.(type) {
+	case *ir.BlockRealize:
+		if !fn(x) {
+			return false
+		}
+		if nested && x.Block != nil {
+			return forRealizes(x.Block, nested, fn)
+		}
+	case *ir.Block:
+		return forRealizes(x.Init, nested, fn) && forRealizes(x.Body, nested, fn)
+	case *ir.For:
+		return forRealizes(x.Body, nested, fn)
+	case *ir.SeqStmt:
+		for _, c := range x.Stmts {
+			if !forRealizes(c, nested, fn) {
+				return false
+			}
+		}
+	case *ir.IfThenElse:
+		return forRealizes(x.Then, nested, fn) && forRealizes(x.Else, nested, fn)
+	}
+	return true
+}
+
+// forChildRealizes is forRealizes over what childRealizes(s) lists.
+func forChildRealizes(s ir.Stmt, fn func(*ir.BlockRealize) bool) bool {
+	switch x := s.(type) {
+	case *ir.BlockRealize:
+		return fn(x)
+	case *ir.Block:
+		s = x.Body
+	}
+	return forRealizes(s, false, fn)
+}
+
 // appendRealizes appends the BlockRealizes under s in program order
 // (pre-order, a Block's Init before its Body); nested ones too when nested
 // is set.
@@ -481,7 +546,10 @@ func appendRealizes(out []*ir.BlockRealize, s ir.Stmt, nested bool) []*ir.BlockR
 // loops of s down to it (fn must not keep the slice; it is reused). The
 // walk stops when fn returns false.
 func walkChildRealizes(s ir.Stmt, loops []*ir.For, fn func(r *ir.BlockRealize, loops []*ir.For) bool) {
-	ls := loops[:len(loops):len(loops)] // appends must not write into the caller's array
+	// A copy, since appends must not write into the caller's array, with
+	// room for the loops of a deep nest: one allocation for the walk.
+	ls := make([]*ir.For, len(loops), len(loops)+16)
+	copy(ls, loops)
 	stop := false
 	var walk func(x ir.Stmt)
 	walk = func(x ir.Stmt) {

@@ -43,36 +43,62 @@
 //
 // The target is 5,000 static checks per second and per core
 // (0.2 ms each) on the reference dense trace and on C2D
-// (1,56,56,64,64,3,1,1). It is met on neither. On the shared 2-core
-// development machine, with the workload built once (CheckTrace, what
-// search and RL do for one workload; go test -run '^$' -bench CheckStatic
-// -cpu 1 -benchmem ./kernels/verdict), the dense sketch (cuda-dense-nt-128
-// without its postprocessors' part) takes 0.24-0.28 ms (3,600-4,200 per
-// second and per core: 0.7-0.8 of the target), the C2D sketch of testdata
-// 0.47-0.56 ms (1,800-2,100 per second: 0.4 of it); from bytes (Check
-// builds the workload each time) 0.40-0.50 and 0.62-0.75 ms. Timings there
-// vary by a fifth with the machine's load; instruction counts do not
-// (valgrind --tool=callgrind on the benchmark binary with
-// GODEBUG=asyncpreemptoff=1, at two -benchtime counts, the difference
-// divided by the difference of counts): a C2D check executes 3.0 million
-// instructions outside the garbage collector (GOGC=off), in 2,000
-// allocations of 200 KB in all, a dense one 1.5 million in 1,200
-// allocations of 120 KB. The collector itself takes 2-3% of the time
-// (GODEBUG=gctrace=1: a cycle every 20-25 checks, under 1 MB live);
-// callgrind with the collector on counts far more, but valgrind's slowness
-// changes what the pacer does, so that count is not the program's. Of
-// the C2D check's instructions, the replay of the trace takes 58% and the
-// postprocessors 34% (VerifyGPUCode 17%, almost all of it the shared-memory
-// compaction, analysis.CompactRegion; RewriteReductionBlock 8%;
-// RewriteCooperativeFetch 6%), parsing 5%, hashing 2%. Counted over
-// both, compute-at and reverse-compute-at take 18%, Split and Fuse 21%
-// (13% simplifying the bindings under the new loops with
-// IterMapSimplify); the canonical simplifier's core (arith's toSum) is
-// on the stack for 17% of the instructions, EvalSet for 16%, allocation
-// for 16%. The cost is spread over hundreds of small simplifications and
-// tree walks per check, none of which dominates: reaching the target needs
-// the simplifier and the region analysis made several times cheaper, not
-// one more shortcut.
+// (1,56,56,64,64,3,1,1). It is met on neither. With the workload built
+// once (CheckTrace, what search and RL do for one workload; go test -run
+// '^$' -bench CheckStatic -cpu 1 -benchmem ./kernels/verdict), the dense
+// sketch (cuda-dense-nt-128 without its postprocessors' part) took
+// 0.24-0.28 ms on the shared 2-core development machine when it was quiet
+// (3,600-4,200 per second and per core: 0.7-0.8 of the target) and the
+// C2D sketch of testdata 0.47-0.56 ms (1,800-2,100 per second: 0.4 of it);
+// from bytes (Check builds the workload each time) 0.40-0.50 and
+// 0.62-0.75 ms. The second round of work (branch k11-perf2) took 5-6% of
+// the instructions and a fifth of the allocations off, too little for
+// timings on that machine to show under its load. Timings there vary by a fifth with its load, and
+// far more under a full test run; instruction counts do not (valgrind
+// --tool=callgrind on the benchmark binary with GODEBUG=asyncpreemptoff=1
+// and GOGC=off, at -benchtime 50x and 250x, the difference divided by
+// 200): a C2D check executes 2.85 million instructions outside the
+// garbage collector (3.00 before that round), in 1,530 allocations of
+// 182 KB in all (2,000 of 200 KB), a dense one 1.42 million (1.51) in
+// 960 allocations of 115 KB (1,200 of 120 KB). The collector itself
+// takes 2-3% of the time (GODEBUG=gctrace=1: a cycle every 20-25 checks,
+// under 1 MB live), allocation (mallocgc) some 16% of the instructions;
+// callgrind with the collector on counts far more, but valgrind's
+// slowness changes what the pacer does, so that count is not the
+// program's.
+//
+// Of the C2D check's instructions, the replay of the trace takes 58% and
+// the postprocessors 34% (VerifyGPUCode 17%, almost all of it the
+// shared-memory compaction, analysis.CompactRegion: 16 region evaluations,
+// an EvalSet and a Union each; RewriteReductionBlock 8%;
+// RewriteCooperativeFetch 6%), parsing 5%, hashing 2%. Counted over both,
+// compute-at and reverse-compute-at take 18%, Split and Fuse 20% (13%
+// simplifying the bindings under the new loops with IterMapSimplify,
+// 25,000 instructions a call, and the 5 AffineBinding checks 30,000
+// each); the canonical simplifier's core (arith's toSum) is on the stack
+// for 17% of the instructions, EvalSet for 16%. The dense check's shares
+// are alike (compute-at 18%, VerifyGPUCode 14%, simplifying bindings 10%,
+// parsing 9%). The cost is spread over some 700 canonicalizations of
+// operations, 400 new expression nodes, 20 iterator-map detections and
+// 16 (C2D) or 8 (dense) region relaxations per check, none of which
+// dominates.
+//
+// Shortcuts measured and dropped (kept out because they did not pay):
+// skipping realizes whose bindings IterMapSimplify left unchanged before
+// (no realize is visited twice unchanged in these traces); remembering
+// IterMapSimplify's result per binding (exact: without a predicate each
+// binding is detected on its own, which a cross-check of 507,000 calls
+// confirmed) saves 0.6% on C2D and costs 1.6% on dense, as the cost is in
+// the bindings a Split or Fuse has just changed, which must be detected
+// anyway; remembering the canonical form of floordiv and floormod atoms
+// while an analyzer's bounds stay the same (a third of them repeat) saves
+// 0.4-0.7%. Treating the simplifier's output as a fixed point is not
+// sound: Simplify can return (k*-1 - 11)*4, whose canonical sum builds
+// k*-4 - 44 (found while testing the Union shortcut). Reaching the target needs the
+// algorithm itself made cheaper, not one more shortcut: for instance
+// expression nodes taken from an arena rather than allocated one by one,
+// and canonical sums whose atoms compare by identity (hash-consed) rather
+// than by SameExpr.
 package verdict
 
 import (

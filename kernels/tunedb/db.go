@@ -352,6 +352,15 @@ func (db *DB) Sync() error {
 // Close syncs and closes the files.
 func (db *DB) Close() error {
 	err := db.Sync()
+	if cerr := db.closeFiles(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// closeFiles closes the files without syncing them.
+func (db *DB) closeFiles() error {
+	var err error
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for _, f := range []*os.File{db.wf, db.rf} {

@@ -52,7 +52,8 @@ func DefaultOptions() Options {
 		MinSpeedup: 1.1, PairsPerWorkload: 1, TestConstruction: 102, TestRefinement: 170}
 }
 
-func (o *Options) check() error {
+// Check reports the first option out of its range.
+func (o *Options) Check() error {
 	switch {
 	case o.MinConstruction < 1:
 		return fmt.Errorf("dataset: min construction records %d: want at least 1", o.MinConstruction)
@@ -135,7 +136,7 @@ type prepared struct {
 
 // Build selects the examples and test tasks from db.
 func Build(ctx context.Context, db *tunedb.DB, opts Options) (*Result, error) {
-	if err := opts.check(); err != nil {
+	if err := opts.Check(); err != nil {
 		return nil, err
 	}
 	st := newStats()

@@ -128,10 +128,42 @@ type Result struct {
 	Stats            *Stats
 }
 
-// prepared is a workload with its distinct valid scripts, fastest first.
+// prepared is a workload with its distinct valid records, fastest first,
+// whose scripts are encoded when an example needs them.
 type prepared struct {
 	w       Workload
-	scripts []Script
+	f       *ir.PrimFunc
+	recs    []*tunedb.Record
+	scripts map[int]*Script // encoded so far; nil where encoding failed
+	st      *Stats
+}
+
+// script returns the k-th fastest script, or false if its trace does not
+// encode.
+func (p *prepared) script(k int) (*Script, bool) {
+	if s, ok := p.scripts[k]; ok {
+		return s, s != nil
+	}
+	r := p.recs[k]
+	text, err := encode.Encode(p.f, r.Trace)
+	if err != nil {
+		p.scripts[k] = nil
+		p.st.UnencodableScripts++
+		return nil, false
+	}
+	s := &Script{Script: string(text), Trace: json.RawMessage(r.Trace.String()), LatencyS: r.Mean(), LatencySource: r.LatencySource}
+	p.scripts[k] = s
+	return s, true
+}
+
+// best returns the rank and script of the fastest script that encodes.
+func (p *prepared) best() (int, *Script, bool) {
+	for k := range p.recs {
+		if s, ok := p.script(k); ok {
+			return k, s, true
+		}
+	}
+	return 0, nil, false
 }
 
 // Build selects the examples and test tasks from db.
@@ -181,32 +213,44 @@ func Build(ctx context.Context, db *tunedb.DB, opts Options) (*Result, error) {
 			}
 			continue
 		}
-		if len(p.scripts) > 0 {
+		if len(p.recs) > 0 {
 			st.WithValid++
 		}
-		if len(p.scripts) >= opts.MinConstruction {
-			c := &Construction{Workload: p.w, Target: p.scripts[0]}
-			res.Construction = append(res.Construction, c)
-			st.addConstruction(c)
-		} else {
+		if len(p.recs) < opts.MinConstruction {
 			st.Skipped["construction: too few scripts"]++
+			continue
 		}
-		if len(p.scripts) < opts.MinRecords {
+		bestK, tgt, ok := p.best()
+		if !ok {
+			st.Skipped["construction: no script encodes"]++
+			continue
+		}
+		c := &Construction{Workload: p.w, Target: *tgt}
+		res.Construction = append(res.Construction, c)
+		st.addConstruction(c)
+		if len(p.recs) < opts.MinRecords {
 			st.Skipped["refinement: too few scripts"]++
 			continue
 		}
 		n := 0
-		for _, k := range band(len(p.scripts), opts) {
+		for _, k := range band(len(p.recs), opts) {
 			if n == opts.PairsPerWorkload {
 				break
 			}
-			src, tgt := p.scripts[k], p.scripts[0]
+			if k <= bestK {
+				continue
+			}
+			src, ok := p.script(k)
+			if !ok {
+				st.Skipped["refinement: source does not encode"]++
+				continue
+			}
 			if src.LatencyS < opts.MinSpeedup*tgt.LatencyS {
 				st.Skipped["refinement: source below min speedup"]++
 				continue
 			}
-			r := &Refinement{Workload: p.w, Source: src, SourceQuantile: quantile(k, len(p.scripts)),
-				Target: tgt, Speedup: src.LatencyS / tgt.LatencyS}
+			r := &Refinement{Workload: p.w, Source: *src, SourceQuantile: quantile(k, len(p.recs)),
+				Target: *tgt, Speedup: src.LatencyS / tgt.LatencyS}
 			res.Refinement = append(res.Refinement, r)
 			st.addRefinement(r)
 			n++
@@ -221,9 +265,9 @@ func Build(ctx context.Context, db *tunedb.DB, opts Options) (*Result, error) {
 		t := &ConstructionTask{}
 		if p := testPrep[s.Hash()]; p != nil {
 			t.Workload = p.w
-			if len(p.scripts) > 0 {
-				best := p.scripts[0].LatencyS
-				t.ReferenceLatencyS, t.LatencySource = &best, p.scripts[0].LatencySource
+			if len(p.recs) > 0 {
+				best := p.recs[0].Mean()
+				t.ReferenceLatencyS, t.LatencySource = &best, p.recs[0].LatencySource
 			}
 		} else {
 			w, _, err := describe(s)
@@ -237,9 +281,9 @@ func Build(ctx context.Context, db *tunedb.DB, opts Options) (*Result, error) {
 	var lists [][]int
 	var preps []*prepared
 	for _, s := range tests {
-		if p := testPrep[s.Hash()]; p != nil && len(p.scripts) >= opts.MinRecords {
+		if p := testPrep[s.Hash()]; p != nil && len(p.recs) >= opts.MinRecords {
 			preps = append(preps, p)
-			lists = append(lists, band(len(p.scripts), opts))
+			lists = append(lists, band(len(p.recs), opts))
 		}
 	}
 	for round := 0; len(res.TestRefinement) < opts.TestRefinement; round++ {
@@ -249,10 +293,15 @@ func Build(ctx context.Context, db *tunedb.DB, opts Options) (*Result, error) {
 				break
 			}
 			if round < len(lists[i]) {
-				k := lists[i][round]
-				res.TestRefinement = append(res.TestRefinement, &RefinementPrompt{
-					Workload: p.w, Source: p.scripts[k], SourceQuantile: quantile(k, len(p.scripts))})
 				added = true
+				k := lists[i][round]
+				src, ok := p.script(k)
+				if !ok {
+					st.Skipped["test refinement: source does not encode"]++
+					continue
+				}
+				res.TestRefinement = append(res.TestRefinement, &RefinementPrompt{
+					Workload: p.w, Source: *src, SourceQuantile: quantile(k, len(p.recs))})
 			}
 		}
 		if !added {
@@ -280,7 +329,10 @@ func describe(s *workload.Spec) (Workload, *ir.PrimFunc, error) {
 	return Workload{Spec: s, Hash: s.Hash(), StructHash: structHash(f), Family: s.Family(), Kernel: string(k)}, f, nil
 }
 
-// prepare selects a workload's records and encodes its distinct valid scripts.
+// prepare selects a workload's records: the valid ones of one latency
+// source, sorted by mean run time (ties in commit order), de-duplicated by
+// the trace before its postprocessors (which the script is a function of,
+// and determines), the fastest kept. Scripts are encoded later, when needed.
 func prepare(s *workload.Spec, recs []*tunedb.Record, opts Options, st *Stats) (*prepared, error) {
 	w, f, err := describe(s)
 	if err != nil {
@@ -299,23 +351,18 @@ func prepare(s *workload.Spec, recs []*tunedb.Record, opts Options, st *Stats) (
 	}
 	st.ValidRecords += len(valid)
 	sort.SliceStable(valid, func(a, b int) bool { return valid[a].Mean() < valid[b].Mean() })
-	p := &prepared{w: w}
+	p := &prepared{w: w, f: f, scripts: map[int]*Script{}, st: st}
 	seen := map[string]bool{}
 	for _, r := range valid {
-		text, err := encode.Encode(f, r.Trace)
-		if err != nil {
-			st.UnencodableScripts++
+		key := r.Trace.WithoutPostproc().String()
+		if seen[key] {
 			continue
 		}
-		if seen[string(text)] {
-			continue
-		}
-		seen[string(text)] = true
-		p.scripts = append(p.scripts, Script{Script: string(text), Trace: json.RawMessage(r.Trace.String()),
-			LatencyS: r.Mean(), LatencySource: r.LatencySource})
+		seen[key] = true
+		p.recs = append(p.recs, r)
 	}
-	st.DistinctScripts += len(p.scripts)
-	if len(p.scripts) > 0 {
+	st.DistinctScripts += len(p.recs)
+	if len(p.recs) > 0 {
 		st.LatencySources[label]++
 	}
 	return p, nil

@@ -23,17 +23,19 @@
 //     (others are ignored), else the label with the most valid records, ties
 //     going to "measured" then to the smaller label. Latencies of different
 //     sources are never compared.
-//   - Valid records are de-duplicated by script text (the fastest kept) and
-//     sorted by mean run time, ties in commit order; those whose script does
-//     not encode are skipped and counted.
-//   - Construction: the fastest script, if the workload has at least
-//     MinConstruction distinct valid scripts.
+//   - Valid records are sorted by mean run time, ties in commit order, and
+//     de-duplicated by their trace before the postprocessors (the script is a
+//     function of it and determines it), the fastest kept. Scripts are
+//     encoded (kernels/encode) only for the records an example uses; one that
+//     does not encode is skipped and counted, and the next candidate taken.
+//   - Construction: the fastest script that encodes, if the workload has at
+//     least MinConstruction distinct valid scripts.
 //   - Refinement: if the workload has at least MinRecords distinct valid
 //     scripts, the sources are the scripts whose rank lies in the quantile
 //     band [SourceLow, SourceHigh] of the sorted list (rank r of n has
 //     quantile r/(n-1), 0 the fastest); up to PairsPerWorkload of them are
-//     taken, evenly spaced over the band from its middle out. The target of
-//     each pair is the fastest script; a pair is kept only if the source's
+//     taken, from the band's middle out, alternately above and below. The
+//     target of each pair is the construction target; a pair is kept only if the source's
 //     latency is at least MinSpeedup (> 1, so strictly better) times the
 //     target's.
 //

@@ -4,8 +4,8 @@ import (
 	"testing"
 )
 
-// BenchmarkCommitRecord appends records of the GMM trace (about 9 KB a
-// line) with the default fsync policy (none per record).
+// BenchmarkCommitRecord appends records of the GMM sketch trace (lines of
+// about 2.6 KB) with the default fsync policy (none per record).
 func BenchmarkCommitRecord(b *testing.B) {
 	db, err := Open(b.TempDir())
 	if err != nil {

@@ -47,6 +47,9 @@ func FuzzRecordLine(f *testing.F) {
 
 // FuzzLoad feeds arbitrary file contents to Load and to a repairing Open:
 // neither may fail or panic, and the repair must not change what reads.
+// Each input costs file I/O, so the fuzzer's minimisation of new inputs
+// dominates unless bounded: run it with -fuzzminimizetime 100x (about 550
+// inputs a second on the 2-core development machine).
 func FuzzLoad(f *testing.F) {
 	var wl []byte
 	for _, s := range benchSpecs(f, 2) {

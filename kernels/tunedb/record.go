@@ -65,7 +65,8 @@ func (r *Record) Mean() float64 {
 
 // Valid reports whether the record counts as a result, with TVM's rule: it
 // has run times, none of them the failure sentinel, and at least one
-// instruction before the postprocessors.
+// instruction before the postprocessors. Run times must also be positive
+// (TVM does not check that; a zero or negative time is not a measurement).
 func (r *Record) Valid() bool {
 	if len(r.RunSecs) == 0 || r.Trace == nil {
 		return false

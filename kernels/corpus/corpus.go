@@ -48,9 +48,9 @@ type Options struct {
 // Record is one workload of the corpus.
 type Record struct {
 	Spec         *workload.Spec `json:"spec"`
-	Split        string         `json:"split"`   // Train or Test
-	Network      string         `json:"network"` // the layer table, or BenchmarkNetwork
-	Layer        string         `json:"layer"`   // the layer, or the benchmark name (C2D/0)
+	Split        string         `json:"split"`                  // Train or Test
+	Network      string         `json:"network"`                // the layer table, or BenchmarkNetwork
+	Layer        string         `json:"layer"`                  // the layer, or the benchmark name (C2D/0)
 	Variant      string         `json:"variant,omitempty"`      // the network variant, e.g. "batch=4,r=240"
 	Perturbation string         `json:"perturbation,omitempty"` // what was changed, for a perturbed layer
 	Hash         string         `json:"hash"`                   // ir.Hash of the built workload, 16 hex digits
@@ -59,8 +59,9 @@ type Record struct {
 // candidate is a spec waiting to be built and hashed.
 type candidate struct {
 	rec      Record
-	base     bool   // a table row or benchmark: failing to build is an error
-	hash     uint64 // filled by the build
+	doc      specDoc // a perturbed spec, parsed into rec.Spec by the build
+	base     bool    // a table row or benchmark: failing to build is an error
+	hash     uint64  // filled by the build
 	buildErr error
 }
 
@@ -126,26 +127,39 @@ func Generate(ctx context.Context, opts Options) ([]Record, error) {
 		}
 	}
 	rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
-	parents := append(append([]candidate(nil), held...), others...)
+	var parents []parent
+	for _, c := range append(append([]candidate(nil), held...), others...) {
+		d, err := docOf(c.rec.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("corpus: %s %s: %w", c.rec.Network, c.rec.Layer, err)
+		}
+		parents = append(parents, parent{rec: c.rec, doc: d})
+	}
 	bases = append(append(bases, held...), others...)
 
 	g := generator{
 		opts: opts, rng: rng, bases: bases, parents: parents, workers: workers,
-		seenSpec: map[string]bool{}, seenHash: map[uint64]bool{},
+		seenHash: map[uint64]bool{}, seenDoc: map[string]bool{},
 		maxAttempts: 20*opts.Count + 10000,
 	}
 	return g.run(ctx)
+}
+
+// parent is a layer that perturbations start from.
+type parent struct {
+	rec Record
+	doc specDoc
 }
 
 type generator struct {
 	opts        Options
 	rng         *rand.Rand
 	bases       []candidate // in order; consumed first
-	parents     []candidate // the layers perturbations start from
+	parents     []parent    // the layers perturbations start from
 	next        int         // index of the next base
 	workers     int
-	seenSpec    map[string]bool // canonical specs already tried
 	seenHash    map[uint64]bool // structural hashes produced
+	seenDoc     map[string]bool // perturbed specs tried, as JSON
 	attempts    int             // perturbations tried
 	maxAttempts int
 	out         []Record
@@ -168,7 +182,7 @@ func (g *generator) run(ctx context.Context) ([]Record, error) {
 				if c.base {
 					return nil, fmt.Errorf("corpus: building %s %s (%s): %w", c.rec.Network, c.rec.Layer, c.rec.Spec.Canonical(), c.buildErr)
 				}
-				continue
+				continue // an invalid perturbed spec is dropped
 			}
 			if g.seenHash[c.hash] || len(g.out) == g.opts.Count {
 				continue
@@ -182,7 +196,9 @@ func (g *generator) run(ctx context.Context) ([]Record, error) {
 	return g.out, nil
 }
 
-// batch collects up to n candidates whose canonical spec is new.
+// batch collects up to n candidates: the next bases, then perturbations
+// (JSON objects that build parses; equal specs have equal hashes, so run
+// drops repeats by hash alone).
 func (g *generator) batch(n int) ([]candidate, error) {
 	var out []candidate
 	for len(out) < n {
@@ -205,17 +221,20 @@ func (g *generator) batch(n int) ([]candidate, error) {
 			}
 			g.attempts++
 			p := g.parents[g.rng.IntN(len(g.parents))]
-			spec, what, err := perturb(g.rng, p.rec.Spec)
+			doc, what, err := perturb(g.rng, p.doc)
 			if err != nil {
-				continue // an invalid perturbed spec is dropped
+				continue // no perturbation applied
 			}
-			c = candidate{rec: Record{Spec: spec, Network: p.rec.Network, Layer: p.rec.Layer, Variant: p.rec.Variant, Perturbation: what}}
+			key, err := json.Marshal(map[string]any(doc)) // keys sorted: equal specs, equal keys
+			if err != nil {
+				return nil, fmt.Errorf("corpus: encoding a perturbed spec: %w", err)
+			}
+			if g.seenDoc[string(key)] {
+				continue // tried already
+			}
+			g.seenDoc[string(key)] = true
+			c = candidate{doc: doc, rec: Record{Network: p.rec.Network, Layer: p.rec.Layer, Variant: p.rec.Variant, Perturbation: what}}
 		}
-		key := c.rec.Spec.Canonical()
-		if g.seenSpec[key] {
-			continue
-		}
-		g.seenSpec[key] = true
 		out = append(out, c)
 	}
 	return out, nil
@@ -230,6 +249,14 @@ func (g *generator) build(cs []candidate) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if cs[i].doc != nil {
+					spec, err := cs[i].doc.spec()
+					if err != nil {
+						cs[i].buildErr = err
+						continue
+					}
+					cs[i].rec.Spec = spec
+				}
 				f, err := cs[i].rec.Spec.Build()
 				if err != nil {
 					cs[i].buildErr = err
@@ -310,4 +337,3 @@ func Read(r io.Reader) ([]Record, error) {
 	}
 	return out, nil
 }
-

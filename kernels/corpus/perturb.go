@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -77,12 +78,11 @@ var (
 	groupCounts  = []int64{2, 4, 8, 16, 32}
 )
 
-// perturb returns a perturbed copy of s and a description of what changed.
-func perturb(rng *rand.Rand, s *workload.Spec) (*workload.Spec, string, error) {
-	d, err := docOf(s)
-	if err != nil {
-		return nil, "", err
-	}
+// perturb returns a perturbed copy of s as a JSON object, and a
+// description of what changed. The copy may not be a valid spec: the caller
+// parses it (specDoc.spec) and drops it if it is not.
+func perturb(rng *rand.Rand, parent specDoc) (specDoc, string, error) {
+	d := maps.Clone(parent)
 	var what []string
 	n := 1 + rng.IntN(2)
 	for i := 0; i < n; i++ {
@@ -91,13 +91,9 @@ func perturb(rng *rand.Rand, s *workload.Spec) (*workload.Spec, string, error) {
 		}
 	}
 	if len(what) == 0 {
-		return nil, "", fmt.Errorf("no perturbation applies to %s", s.Family())
+		return nil, "", fmt.Errorf("no perturbation applies to %s", d.family())
 	}
-	out, err := d.spec()
-	if err != nil {
-		return nil, "", err
-	}
-	return out, strings.Join(what, "; "), nil
+	return d, strings.Join(what, "; "), nil
 }
 
 // perturbOnce applies one perturbation to d in place and describes it, or

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"dragonx/internal/progress"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/workload"
 )
@@ -43,6 +44,9 @@ type Options struct {
 	// Workers builds workloads on this many goroutines (0: GOMAXPROCS).
 	// The result does not depend on it.
 	Workers int
+	// Progress, if set, receives the number of workloads produced after
+	// each batch.
+	Progress progress.Reporter
 }
 
 // Record is one workload of the corpus.
@@ -191,6 +195,9 @@ func (g *generator) run(ctx context.Context) ([]Record, error) {
 			c.rec.Hash = fmt.Sprintf("%016x", c.hash)
 			c.rec.Split = g.split(c.rec.Network, c.hash)
 			g.out = append(g.out, c.rec)
+		}
+		if g.opts.Progress != nil {
+			g.opts.Progress.Report(progress.Event{Done: int64(len(g.out)), Total: int64(g.opts.Count), Unit: "workloads"})
 		}
 	}
 	return g.out, nil

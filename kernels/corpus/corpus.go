@@ -131,13 +131,22 @@ func Generate(ctx context.Context, opts Options) ([]Record, error) {
 		}
 	}
 	rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
-	var parents []parent
+	// Perturbations pick a network uniformly, then one of its layers, so
+	// that a network with many layers (DenseNet) does not dominate.
+	var parents [][]parent
+	index := map[string]int{}
 	for _, c := range append(append([]candidate(nil), held...), others...) {
 		d, err := docOf(c.rec.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("corpus: %s %s: %w", c.rec.Network, c.rec.Layer, err)
 		}
-		parents = append(parents, parent{rec: c.rec, doc: d})
+		i, ok := index[c.rec.Network]
+		if !ok {
+			i = len(parents)
+			index[c.rec.Network] = i
+			parents = append(parents, nil)
+		}
+		parents[i] = append(parents[i], parent{rec: c.rec, doc: d})
 	}
 	bases = append(append(bases, held...), others...)
 
@@ -159,7 +168,7 @@ type generator struct {
 	opts        Options
 	rng         *rand.Rand
 	bases       []candidate // in order; consumed first
-	parents     []parent    // the layers perturbations start from
+	parents     [][]parent  // the layers perturbations start from, by network
 	next        int         // index of the next base
 	workers     int
 	seenHash    map[uint64]bool // structural hashes produced
@@ -227,7 +236,8 @@ func (g *generator) batch(n int) ([]candidate, error) {
 				return nil, fmt.Errorf("corpus: only %d distinct workloads after %d perturbations, %d wanted", len(g.out), g.attempts, g.opts.Count)
 			}
 			g.attempts++
-			p := g.parents[g.rng.IntN(len(g.parents))]
+			layers := g.parents[g.rng.IntN(len(g.parents))]
+			p := layers[g.rng.IntN(len(layers))]
 			doc, what, err := perturb(g.rng, p.doc)
 			if err != nil {
 				continue // no perturbation applied

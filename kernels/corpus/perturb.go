@@ -176,7 +176,8 @@ func changeFamily(rng *rand.Rand, d specDoc) string {
 	fam := d.family()
 	switch {
 	case slices.Contains(convLike, fam):
-		to := convLike[rng.IntN(len(convLike))]
+		targets := append(slices.Clone(convLike), "C1D")
+		to := targets[rng.IntN(len(targets))]
 		if to == fam {
 			return ""
 		}
@@ -184,6 +185,10 @@ func changeFamily(rng *rand.Rand, d specDoc) string {
 		delete(d, "g")
 		k, _ := d.int("k")
 		switch to {
+		case "C1D": // the rows of the feature map as a sequence
+			d["L"] = d["H"]
+			delete(d, "H")
+			delete(d, "W")
 		case "DIL":
 			d["dil"] = int64(2)
 			d["p"] = k - 1

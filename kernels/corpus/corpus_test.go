@@ -234,3 +234,51 @@ func TestLarge(t *testing.T) {
 		t.Errorf("took %v, want under a minute", el)
 	}
 }
+
+// TestHeldOutNeverTrain: no train workload has the structural hash of a
+// benchmark shape or of any row of the held-out network, although other
+// networks share such shapes (MobileNet-V2's first depthwise conv is
+// DEP/0; ResNet-18 and -50 share their stem).
+func TestHeldOutNeverTrain(t *testing.T) {
+	const held = "resnet-50"
+	forbidden := map[string]string{}
+	for _, b := range workload.Benchmarks() {
+		f, err := b.Spec.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		forbidden[hexHash(ir.Hash(f))] = b.Name()
+	}
+	nets, err := Networks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := 0
+	for _, n := range nets {
+		rows, err := n.Rows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			f, err := r.Spec.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := hexHash(ir.Hash(f))
+			if n.Name == held {
+				forbidden[h] = held + " " + r.Layer
+			} else if _, ok := forbidden[h]; ok {
+				shared++
+			}
+		}
+	}
+	if shared == 0 {
+		t.Fatal("no row of another network shares a forbidden hash: the test checks nothing")
+	}
+	recs := gen(t, Options{Count: 2900, Seed: 4, TestFraction: 0.5, HoldOutNetwork: held})
+	for _, r := range recs {
+		if what, ok := forbidden[r.Hash]; ok && r.Split != Test {
+			t.Errorf("%s %s (%s) is in %s but has the hash of %s", r.Network, r.Layer, r.Variant, r.Split, what)
+		}
+	}
+}

@@ -16,7 +16,7 @@ import (
 var cmdKernel = &command{
 	subcommands: true,
 	name:        "kernel",
-	usage:       "kernel show|list|apply|sample|sweep|bench|calibrate [flags] ...",
+	usage:       "kernel show|list|apply|sample|sweep|bench|calibrate|tune [flags] ...",
 	short:       "build, list and schedule tensor programs (the kernels compiler)",
 	long: `Kernel works on the tensor programs dragonx tunes. A workload is a JSON spec
 naming a family and its parameters, e.g.
@@ -51,6 +51,10 @@ block by block ("family":"custom").
   kernel calibrate -measured FILE.csv [-target h200-model] [-o calibration.json]
                                     fit the model's free constants to measured
                                     latencies (see 'dragonx kernel calibrate -h')
+  kernel tune -workload W -trials N [-target h100-model] [-db DIR] [-seed S] [-json]
+                                    evolutionary search of the workload's
+                                    schedules, measured on the target (see
+                                    'dragonx kernel tune -h')
 
 show prints the function exactly as TVM's te.create_prim_func would build it for
 the spec: TVM's block and buffer names, padding and epilogues as their own blocks.
@@ -66,7 +70,7 @@ unknown family or shape index given by flags) is a usage error, exit status 2.
 
 func runKernel(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("missing the kernel subcommand (show, list, apply, sample, sweep, bench, calibrate)")
+		return usagef("missing the kernel subcommand (show, list, apply, sample, sweep, bench, calibrate, tune)")
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
@@ -86,8 +90,10 @@ func runKernel(ctx context.Context, e *env, args []string) error {
 		return runKernelBench(ctx, e, args)
 	case "calibrate":
 		return runKernelCalibrate(ctx, e, args)
+	case "tune":
+		return runKernelTune(ctx, e, args)
 	}
-	return usagef("unknown kernel subcommand %q (want show, list, apply, sample, sweep, bench or calibrate)", sub)
+	return usagef("unknown kernel subcommand %q (want show, list, apply, sample, sweep, bench, calibrate or tune)", sub)
 }
 
 // workloadFlags selects a workload: a spec file, an inline spec, or a

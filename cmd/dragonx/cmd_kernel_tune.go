@@ -16,12 +16,14 @@ const kernelTuneHelp = `kernel tune searches a workload's CUDA schedules as Meta
 evolutionary search does (docs/search.md).
 
   kernel tune -workload W.json -trials N [-target h100-model] [-db DIR]
-              [-seed S] [-model random|analytic|learned] [-noise 0.02] [-json]
+              [-seed S] [-model learned|random|analytic] [-noise 0.02] [-json]
 
 The workload is selected as for kernel show (-workload FILE, -spec JSON, or
 -family F -shape I). Each round draws a population of 512 schedules from the
 design space (and the database's best), evolves it for 4 generations with the
-CUDA mutators scored by the cost model (-model), and measures the 64 best
+CUDA mutators scored by the cost model (-model: learned, gradient-boosted
+trees refit on the measurements after each round, random until 100 are in;
+random; or analytic, the -target model without noise), and measures the 64 best
 unmeasured ones (5% picked at random) on -target: the analytic GPU model with
 a lognormal noise of σ -noise (labelled model:h100, never a measurement), or a
 GPU with -target cuda ("measured"). Every measured candidate is checked
@@ -57,7 +59,7 @@ func runKernelTune(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&target, "target", "h100-model", "`TARGET`: h100-model, h200-model (the analytic model) or cuda (a GPU)")
 	fs.StringVar(&dbDir, "db", "", "tuning database `DIR` (records every measured candidate; its best seed the search); none: in memory")
 	fs.Int64Var(&seed, "seed", 1, "`SEED` of the search (and of the model's noise)")
-	fs.StringVar(&model, "model", "random", "cost `MODEL`: random, analytic (the -target model without noise) or learned")
+	fs.StringVar(&model, "model", "learned", "cost `MODEL`: learned (gradient-boosted trees trained online), random, or analytic (the -target model without noise)")
 	fs.Float64Var(&noise, "noise", 0.02, "σ of the model target's lognormal measurement `NOISE`")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	pos, err := parseFlags(fs, args)
@@ -91,6 +93,8 @@ func runKernelTune(ctx context.Context, e *env, args []string) error {
 	withWorkload(src, f)
 	var cm search.CostModel
 	switch model {
+	case "learned":
+		cm = search.NewGBTModel(seed)
 	case "random":
 		cm = search.NewRandomModel(seed)
 	case "analytic":

@@ -10,6 +10,7 @@ import (
 	"dragonx/internal/progress"
 	"dragonx/kernels/gpumodel"
 	"dragonx/kernels/search"
+	"dragonx/kernels/tunedb"
 )
 
 const kernelTuneHelp = `kernel tune searches a workload's CUDA schedules as MetaSchedule's
@@ -27,7 +28,10 @@ random; or analytic, the -target model without noise), and measures the 64 best
 unmeasured ones (5% picked at random) on -target: the analytic GPU model with
 a lognormal noise of σ -noise (labelled model:h100, never a measurement), or a
 GPU with -target cuda ("measured"). Every measured candidate is checked
-statically first and recorded in the database. The same seed gives the same
+statically first and recorded in the database: -db DIR is a tuning database
+directory (kernels/tunedb, TVM's JSONDatabase files; created if missing)
+whose best records of the workload seed the population and whose schedules
+are not measured again; without -db the records stay in memory. The same seed gives the same
 search. Interrupted (Ctrl-C), it prints what it found so far.
 
 The progress goes to standard error; then the best latency, its source, the
@@ -36,6 +40,16 @@ object instead:
   {"best_latency_s":1.2e-05,"trials":64,"valid":64,"latency_source":"model:h100","best_trace":[...]}
 best_latency_s is null when no candidate was valid.
 `
+
+// tuneTarget is the target config recorded with the tuning records (TVM's
+// Target.export() form): the model targets model Hopper GPUs (sm_90); a
+// real GPU's architecture is not known here.
+func tuneTarget(target string) json.RawMessage {
+	if target == "cuda" {
+		return json.RawMessage(`{"kind":"cuda"}`)
+	}
+	return json.RawMessage(`{"kind":"cuda","arch":"sm_90"}`)
+}
 
 // tuneJSON is kernel tune -json's object.
 type tuneJSON struct {
@@ -112,7 +126,16 @@ func runKernelTune(ctx context.Context, e *env, args []string) error {
 	}
 	opts := search.Options{Trials: trials, Seed: seed, Measure: src, Model: cm}
 	if dbDir != "" {
-		return usagef("-db is not available yet: the tuning database (kernels/tunedb) has not landed")
+		db, err := tunedb.Open(dbDir)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		tdb, err := search.NewTuneDB(ctx, db, spec, f, tuneTarget(target))
+		if err != nil {
+			return err
+		}
+		opts.DB = tdb
 	}
 	rep := &progress.Writer{W: e.stderr, Name: "kernel tune", Bar: e.isTerminal, Every: 2 * time.Second}
 	opts.Progress = func(p search.Progress) {

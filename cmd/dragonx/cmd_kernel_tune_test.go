@@ -51,6 +51,20 @@ func TestKernelTune(t *testing.T) {
 	if code, again, _ := runCLI(args...); code != exitOK || again != stdout {
 		t.Error("a second run with the same seed prints another result")
 	}
+	// -db: the trials are recorded; a second search adds its own.
+	db := filepath.Join(t.TempDir(), "db")
+	for _, seed := range []string{"1", "2"} {
+		if code, _, errOut := runCLI("kernel", "tune", "-family", "GMM", "-shape", "0", "-trials", "10", "-seed", seed, "-db", db, "-json"); code != exitOK {
+			t.Fatalf("-db: exit %d: %s", code, errOut)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(db, "database_tuning_record.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\n"); n != 20 {
+		t.Errorf("%d records in the database, want 20", n)
+	}
 	for _, bad := range [][]string{{"-trials", "0"}, {"-model", "xgb"}, {"-target", "tpu"}} {
 		a := append([]string{"kernel", "tune", "-family", "GMM", "-shape", "0"}, bad...)
 		if code, _, _ := runCLI(a...); code != exitUsage {

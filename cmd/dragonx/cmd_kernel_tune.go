@@ -31,8 +31,8 @@ GPU with -target cuda ("measured"). Every measured candidate is checked
 statically first and recorded in the database: -db DIR is a tuning database
 directory (kernels/tunedb, TVM's JSONDatabase files; created if missing)
 whose best records of the workload seed the population and whose schedules
-are not measured again; without -db the records stay in memory. The same seed gives the same
-search. Interrupted (Ctrl-C), it prints what it found so far.
+are not measured again; without -db the records stay in memory. The same
+seed gives the same search. Interrupted (Ctrl-C), it prints what it found so far.
 
 The progress goes to standard error; then the best latency, its source, the
 counts and the best trace (TVM's JSON) to standard output. -json prints one

@@ -67,7 +67,7 @@ type Options struct {
 // Progress is the state of a search after a measurement.
 type Progress struct {
 	Trials, Total, Valid int
-	Round                int
+	Round                int     // 1 for the first round
 	BestLatencyS         float64 // +Inf while none is valid
 }
 
@@ -500,7 +500,7 @@ func (s *searcher) measure(ctx context.Context, picks []*Candidate) error {
 		done = append(done, c)
 		lats = append(lats, lat)
 		if o.Progress != nil {
-			o.Progress(Progress{Trials: s.res.Trials, Total: o.Trials, Valid: s.res.Valid, Round: s.res.Rounds, BestLatencyS: s.res.BestLatencyS})
+			o.Progress(Progress{Trials: s.res.Trials, Total: o.Trials, Valid: s.res.Valid, Round: s.res.Rounds + 1, BestLatencyS: s.res.BestLatencyS})
 		}
 	}
 	return s.update(ctx, done, lats)

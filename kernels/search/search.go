@@ -150,6 +150,9 @@ type searcher struct {
 	draws    int // draws made so far (the index of the next)
 	measured map[string]bool
 	res      *Result
+	// seen caches the static checks of the current round by trace text
+	// (nil for a rejection): mutations often give a trace seen before.
+	seen map[string]*Candidate
 }
 
 // Run tunes workload f: rounds of evolutionary search, each measuring up to
@@ -193,11 +196,22 @@ func Run(ctx context.Context, f *ir.PrimFunc, opts Options) (*Result, error) {
 // check runs the static check of a trace (a sketch part, with or without
 // recorded postprocessors) and returns the candidate, nil when rejected.
 func (s *searcher) check(ctx context.Context, t *trace.Trace, seed int64) *Candidate {
-	v := verdict.CheckTrace(ctx, s.f, t, verdict.Options{Seed: seed, Postprocs: s.opts.Sample.Postprocs})
-	if !v.OK {
-		return nil
+	key := ""
+	if seed == 0 {
+		key = t.String()
+		if c, ok := s.seen[key]; ok {
+			return c
+		}
 	}
-	return &Candidate{Trace: v.Trace(), Func: v.Func(), Hash: v.IRHash}
+	v := verdict.CheckTrace(ctx, s.f, t, verdict.Options{Seed: seed, Postprocs: s.opts.Sample.Postprocs})
+	var c *Candidate
+	if v.OK {
+		c = &Candidate{Trace: v.Trace(), Func: v.Func(), Hash: v.IRHash}
+	}
+	if key != "" && ctx.Err() == nil {
+		s.seen[key] = c
+	}
+	return c
 }
 
 // round runs one iteration of the search and returns the number of
@@ -205,6 +219,8 @@ func (s *searcher) check(ctx context.Context, t *trace.Trace, seed int64) *Candi
 func (s *searcher) round(ctx context.Context) (int, error) {
 	o := &s.opts
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), uint64(s.res.Rounds)+1))
+	s.seen = map[string]*Candidate{}
+	defer func() { s.seen = nil }()
 	// 1. The database's best, replayed.
 	var pop []*Candidate
 	top, err := o.DB.Top(ctx, s.workload, int(o.InitMeasuredRatio*float64(o.PopulationSize)))

@@ -32,7 +32,10 @@ statically first and recorded in the database: -db DIR is a tuning database
 directory (kernels/tunedb, TVM's JSONDatabase files; created if missing)
 whose best records of the workload seed the population and whose schedules
 are not measured again; without -db the records stay in memory. The same
-seed gives the same search. Interrupted (Ctrl-C), it prints what it found so far.
+seed gives the same search. Interrupted (Ctrl-C), it prints what it found so far. It stops
+early, saying why on standard error, when a round cannot draw 50 valid
+schedules from the design space (as TVM's search) or when 5 rounds find
+nothing new to measure.
 
 The progress goes to standard error; then the best latency, its source, the
 counts and the best trace (TVM's JSON) to standard output. -json prints one
@@ -154,6 +157,9 @@ func runKernelTune(ctx context.Context, e *env, args []string) error {
 		l := res.BestLatencyS
 		out.BestLatencyS = &l
 		out.BestTrace = res.Best.Trace.AppendJSON(nil)
+	}
+	if res.Stopped != "" {
+		fmt.Fprintf(e.stderr, "kernel tune: stopped after %d trials: %s\n", res.Trials, res.Stopped)
 	}
 	if asJSON {
 		b, err := json.Marshal(out)

@@ -84,6 +84,11 @@ type Result struct {
 	// Curve is the best latency so far after each trial (+Inf before the
 	// first valid one): never increasing.
 	Curve []float64
+	// Stopped says why the search ended before Trials ("" when it
+	// measured them all): too few valid samples of the design space for a
+	// round (as TVM's search, it then ends, not an error), or rounds with
+	// nothing new to measure.
+	Stopped string
 	// Elapsed is the wall time of the search; MeasureTime the part spent
 	// checking and measuring the picked candidates.
 	Elapsed, MeasureTime time.Duration
@@ -177,12 +182,18 @@ func Run(ctx context.Context, f *ir.PrimFunc, opts Options) (*Result, error) {
 	for s.res.Trials < opts.Trials {
 		n, err := s.round(ctx)
 		s.res.Rounds++
+		var few *tooFewError
+		if errors.As(err, &few) {
+			s.res.Stopped = few.Error()
+			break
+		}
 		if err != nil {
 			s.res.Elapsed = time.Since(start)
 			return s.res, err
 		}
 		if n == 0 {
 			if empty++; empty >= opts.EmptyRoundsBeforeStop {
+				s.res.Stopped = fmt.Sprintf("%d rounds found nothing new to measure", empty)
 				break
 			}
 		} else {
@@ -269,6 +280,7 @@ func (s *searcher) sampleInit(ctx context.Context, n int) ([]*Candidate, error) 
 		return nil, nil
 	}
 	want := min(n, o.InitMinUnmeasured)
+	first := s.draws
 	var out []*Candidate
 	seen := map[string]bool{}
 	fails := 0
@@ -299,9 +311,17 @@ func (s *searcher) sampleInit(ctx context.Context, n int) ([]*Candidate, error) 
 		}
 	}
 	if len(out) < want {
-		return nil, fmt.Errorf("search: only %d of the %d schedules drawn from the design space of %s pass the static check (want %d)", len(out), s.draws, s.f.Name, want)
+		return nil, &tooFewError{got: len(out), drawn: s.draws - first, want: want}
 	}
 	return out, nil
+}
+
+// tooFewError is a round whose fresh samples are too few: the search ends
+// there, as TVM's does ("Cannot sample enough initial population").
+type tooFewError struct{ got, drawn, want int }
+
+func (e *tooFewError) Error() string {
+	return fmt.Sprintf("too few valid samples: %d distinct schedules of %d draws of the design space pass the static check, a round needs %d", e.got, e.drawn, e.want)
 }
 
 // scored is a candidate with its score, in the heap of the best.

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"dragonx/kernels/gpumodel"
 	"dragonx/kernels/ir"
+	"dragonx/kernels/postproc"
+	"dragonx/kernels/trace"
 	"dragonx/kernels/verdict"
 )
 
@@ -157,5 +160,28 @@ func TestAnalyticModel(t *testing.T) {
 		if want := 1 / *v.LatencyS; math.Abs(got[0]-want) > 1e-9*want {
 			t.Errorf("score %g, want 1/latency %g", got[0], want)
 		}
+	}
+}
+
+// rejectAll is a postprocessor that rejects every schedule.
+type rejectAll struct{}
+
+func (rejectAll) Name() string { return "RejectAll" }
+func (rejectAll) Apply(context.Context, *trace.Session) error {
+	return errors.New("rejected by the test")
+}
+
+// TestRunTooFewSamples: when a round cannot draw InitMinUnmeasured valid
+// schedules, the search ends without an error and says why, as TVM's does.
+func TestRunTooFewSamples(t *testing.T) {
+	f := benchFunc(t, "GMM", 0)
+	o := small(t, 40, 1)
+	o.Sample.Postprocs = []postproc.Postproc{rejectAll{}}
+	r, err := Run(context.Background(), f, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Trials != 0 || !strings.Contains(r.Stopped, "too few valid samples: 0 distinct schedules of 240 draws") {
+		t.Fatalf("trials %d, stopped %q", r.Trials, r.Stopped)
 	}
 }

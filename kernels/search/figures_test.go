@@ -28,7 +28,7 @@ import (
 var (
 	figTrials     = flag.Int("figures.trials", 1000, "trials of the search and random draws of the baseline, per workload")
 	figOut        = flag.String("figures.out", "", "CSV file for the best-so-far curves (workload,trial,best_latency_s)")
-	figFamilies   = flag.String("figures.families", "C1D,C2D,C3D,GMM,GRP,DIL,DEP,T2D,CAP,NRM", "families whose shape 0 are tuned")
+	figFamilies   = flag.String("figures.families", "C1D,C2D,GMM,GRP,DIL,DEP,T2D,CAP,NRM,SFM", "families whose shape 0 are tuned")
 	figModel      = flag.String("figures.model", "learned", "cost model: learned, random or analytic")
 	figNoise      = flag.Float64("figures.noise", 0.02, "σ of the measurement noise")
 	figPopulation = flag.Int("figures.population", 0, "population size (0: 512)")
@@ -100,6 +100,9 @@ func TestFigures(t *testing.T) {
 		res, err := Run(ctx, f, Options{Trials: *figTrials, Seed: 1, Measure: src, Model: model, PopulationSize: *figPopulation})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if res.Stopped != "" {
+			t.Logf("%s: stopped after %d trials: %s", fam, res.Trials, res.Stopped)
 		}
 		for i, c := range res.Curve {
 			if i > 0 && c > res.Curve[i-1] {

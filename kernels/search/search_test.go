@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"dragonx/kernels/gpumodel"
 	"dragonx/kernels/ir"
+	"dragonx/kernels/numeric"
 	"dragonx/kernels/postproc"
 	"dragonx/kernels/trace"
 	"dragonx/kernels/verdict"
@@ -183,5 +186,31 @@ func TestRunTooFewSamples(t *testing.T) {
 	}
 	if r.Trials != 0 || !strings.Contains(r.Stopped, "too few valid samples: 0 distinct schedules of 240 draws") {
 		t.Fatalf("trials %d, stopped %q", r.Trials, r.Stopped)
+	}
+}
+
+// TestRunNumeric: with Options.Numeric, each measured candidate also passes
+// the numerical gate (C with a GPU's semantics against a float64
+// reference) before its latency is taken.
+func TestRunNumeric(t *testing.T) {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler")
+	}
+	f := benchFunc(t, "GMM", 0)
+	o := small(t, 3, 1)
+	o.Numeric = true
+	cache := t.TempDir()
+	o.VerdictOptions.Numeric = numeric.Options{CacheDir: cache}
+	db := NewMemoryDB()
+	o.DB = db
+	r, err := Run(context.Background(), f, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Trials != 3 || r.Valid != 3 {
+		t.Fatalf("trials %d, valid %d; want 3, 3 (errors: %v)", r.Trials, r.Valid, db.recs)
+	}
+	if ents, err := os.ReadDir(cache); err != nil || len(ents) == 0 {
+		t.Errorf("the numeric gate left nothing in its cache (%v): it did not run", err)
 	}
 }

@@ -282,7 +282,6 @@ func (s *searcher) sampleInit(ctx context.Context, n int) ([]*Candidate, error) 
 	want := min(n, o.InitMinUnmeasured)
 	first := s.draws
 	var out []*Candidate
-	seen := map[string]bool{}
 	fails := 0
 	for len(out) < want && fails < o.MaxFailCount {
 		got := 0
@@ -299,10 +298,9 @@ func (s *searcher) sampleInit(ctx context.Context, n int) ([]*Candidate, error) 
 			k := int(src.Uint64() % uint64(len(sketches)))
 			seed := int64(src.Uint64())
 			c := s.check(ctx, sketches[k], seed)
-			if c == nil || seen[c.Hash] {
+			if c == nil {
 				continue
 			}
-			seen[c.Hash] = true
 			out = append(out, c)
 			got++
 		}
@@ -321,7 +319,7 @@ func (s *searcher) sampleInit(ctx context.Context, n int) ([]*Candidate, error) 
 type tooFewError struct{ got, drawn, want int }
 
 func (e *tooFewError) Error() string {
-	return fmt.Sprintf("too few valid samples: %d distinct schedules of %d draws of the design space pass the static check, a round needs %d", e.got, e.drawn, e.want)
+	return fmt.Sprintf("too few valid samples: %d of %d draws of the design space pass the static check, a round needs %d", e.got, e.drawn, e.want)
 }
 
 // scored is a candidate with its score, in the heap of the best.

@@ -184,7 +184,7 @@ func TestRunTooFewSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Trials != 0 || !strings.Contains(r.Stopped, "too few valid samples: 0 distinct schedules of 240 draws") {
+	if r.Trials != 0 || !strings.Contains(r.Stopped, "too few valid samples: 0 of 240 draws") {
 		t.Fatalf("trials %d, stopped %q", r.Trials, r.Stopped)
 	}
 }

@@ -243,6 +243,7 @@ func (s *searcher) round(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("search: interrupted: %w", err)
 		}
 		if c := s.check(ctx, r.Trace, 0); c != nil {
+			s.measured[c.Hash] = true // not a candidate for measurement
 			pop = append(pop, c)
 		}
 	}

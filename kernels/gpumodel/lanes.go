@@ -51,37 +51,8 @@ func (e *laneEnv) eval(x ir.Expr) (int64, bool) {
 			return 0, false
 		}
 		switch x.Op() {
-		case ir.OpAdd:
-			return a + b, true
-		case ir.OpSub:
-			return a - b, true
-		case ir.OpMul:
-			return a * b, true
-		case ir.OpMin:
-			return min(a, b), true
-		case ir.OpMax:
-			return max(a, b), true
-		case ir.OpDiv, ir.OpMod, ir.OpFloorDiv, ir.OpFloorMod:
-			if b == 0 {
-				return 0, false
-			}
-			q, m := a/b, a%b
-			floor := m != 0 && (m < 0) != (b < 0)
-			switch x.Op() {
-			case ir.OpDiv:
-				return q, true
-			case ir.OpMod:
-				return m, true
-			case ir.OpFloorDiv:
-				if floor {
-					q--
-				}
-				return q, true
-			}
-			if floor {
-				m += b
-			}
-			return m, true
+		case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpMin, ir.OpMax, ir.OpDiv, ir.OpMod, ir.OpFloorDiv, ir.OpFloorMod:
+			return foldConst(x.Op(), a, b)
 		}
 	}
 	// Comparisons, selects and the rest: the general evaluator.
@@ -248,8 +219,9 @@ func (w *walker) compile(e *laneEnv, x ir.Expr) bool {
 	return true
 }
 
-// foldConst applies an integer operation to two constants (false on a
-// division by zero).
+// foldConst applies an arithmetic integer operation (add, sub, mul, min,
+// max, div, mod, floordiv, floormod: no other) to two values, with
+// ir.EvalInt's semantics (false on a division by zero).
 func foldConst(op ir.BinOp, a, b int64) (int64, bool) {
 	switch op {
 	case ir.OpAdd:

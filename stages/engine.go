@@ -86,6 +86,10 @@ type Engine struct {
 	// WorkRoot holds the private working directories of running stages.
 	// Leftovers from a killed run are removed at the start of the next.
 	WorkRoot string
+	// StateRoot holds each stage key's resume state (RunContext.StateDir,
+	// StateRoot/<key>): kept when a stage fails or is interrupted, removed
+	// when its result is stored. "" disables resume state.
+	StateRoot string
 	// UI receives progress and results for a person; nil means silent.
 	UI UI
 	// Debug holds the DRAGONX_DEBUG knobs; DebugOut receives their output.

@@ -94,6 +94,15 @@ type RunContext struct {
 	// Materialize writes the named input (from Inputs) to dst, a path that
 	// must not exist yet: a file or a directory, as the input is.
 	Materialize func(ctx context.Context, input string, dst string) error
+	// StateDir is a directory private to this stage key that survives an
+	// interrupted or failed run and is removed once the result is stored:
+	// where long work keeps what lets the next run resume (checkpoints,
+	// finished shards). It may hold a previous attempt's files; a stage must
+	// check them (they may be incomplete) before using them. "" when the
+	// engine has no state root: the stage then cannot resume.
+	StateDir string
+	// Key is the stage key (hex), for naming and logs.
+	Key string
 }
 
 var registry = struct {

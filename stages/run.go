@@ -326,13 +326,22 @@ func (r *runner) execute(ctx context.Context, inst *Instance, res *Result, diges
 			logW = io.MultiWriter(&logBuf, live)
 		}
 	}
+	stateDir := ""
+	if e.StateRoot != "" {
+		stateDir = filepath.Join(e.StateRoot, res.Key.String())
+		if err := os.MkdirAll(stateDir, 0o755); err != nil {
+			return r.failWithLog(ctx, inst, res, fmt.Errorf("stages: cannot create state directory: %w", err), nil)
+		}
+	}
 	inputs := map[string]Input{}
 	for _, in := range inst.Stage.Inputs() {
 		inputs[in.Name] = in
 	}
 	rc := &RunContext{
-		Dir: dir,
-		Log: logW,
+		Dir:      dir,
+		StateDir: stateDir,
+		Key:      res.Key.String(),
+		Log:      logW,
 		Progress: &stageProgress{
 			addr: inst.Addr, ui: e.UI, log: logW, start: start, now: e.now,
 		},
@@ -396,6 +405,10 @@ func (r *runner) execute(ctx context.Context, inst *Instance, res *Result, diges
 	res.Status = StatusRan
 	res.Outputs = outs
 	res.Log = logDigest
+	if stateDir != "" {
+		// The result is stored: the resume state has served its purpose.
+		_ = os.RemoveAll(stateDir)
+	}
 	r.remote.push(ctx, inst.Addr, res.Key)
 	r.saveSnapshot(ctx, inst, res, digests)
 	if err := r.materialize(ctx, inst, outs, dir); err != nil {

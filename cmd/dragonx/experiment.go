@@ -178,11 +178,13 @@ func newEngine(e *env, f *expFlags, cfg *stages.Config, store cache.Store, cache
 		Jobs:  jobs,
 		// Inside the cache directory, so the cache's process lock guards it.
 		WorkRoot: filepath.Join(cacheDir, "work"),
-		UI:       ui,
-		Debug:    parseDebug(e.getenv("DRAGONX_DEBUG")),
-		DebugOut: e.stderr,
-		Host:     host,
-		Tool:     "dragonx " + versionString(),
+		// Resume state of interrupted stages, by key; also under the lock.
+		StateRoot: filepath.Join(cacheDir, "state"),
+		UI:        ui,
+		Debug:     parseDebug(e.getenv("DRAGONX_DEBUG")),
+		DebugOut:  e.stderr,
+		Host:      host,
+		Tool:      "dragonx " + versionString(),
 	}
 	if cfg != nil {
 		out := f.outDir

@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+
 	"dragonx/internal/progress"
 	"dragonx/internal/torchrt"
 )
@@ -225,8 +228,30 @@ func TestResumeContinuesLossCurve(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr2.Close()
-	// Disturb libtorch's RNG, as other work between save and resume would.
-	if _, err := m2.Sample(context.Background(), [][]int{{1}}, SampleOptions{Temperature: 1, MaxNew: 3}); err != nil {
+	// Disturb libtorch's RNG, as other work between save and resume would
+	// (a dropout forward, another trainer): draw from its generator on the
+	// torch thread, and check the state moved. (Sample would not do: it
+	// draws from Go's RNG only.)
+	err = m2.do(func() error {
+		before, err := torchrt.RNGState()
+		if err != nil {
+			return err
+		}
+		x, err := ts.Rand([]int64{1000}, gotch.Float, gotch.CPU)
+		if err != nil {
+			return err
+		}
+		x.Drop()
+		after, err := torchrt.RNGState()
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(before, after) {
+			return errors.New("drawing from libtorch's generator left its state unchanged")
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rt.ResumeTrainer(bytes.NewReader(ck.Bytes()), train[1:], nil); err == nil {

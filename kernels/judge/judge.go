@@ -214,7 +214,27 @@ func (j *Judge) Judge(ctx context.Context, tokens []int) (*Result, error) {
 		r.Verdict = &verdict.Verdict{OK: true, Phase: PhaseDecode, Inst: -1}
 		return r, nil
 	}
-	tr, err := encode.Decode(ctx, j.f, []byte(text), encode.Options{Postprocs: []postproc.Postproc{}})
+	return j.script(ctx, r)
+}
+
+// JudgeScript judges a script's text from phase parse on (a script from
+// a dataset, or a baseline's): the phases after decode, as Judge does
+// with the text its tokens decode to. Tokens is 0.
+func (j *Judge) JudgeScript(ctx context.Context, script []byte) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("judge: %w", err)
+	}
+	r := &Result{Script: string(script)}
+	if j.phases[len(j.phases)-1] == PhaseDecode {
+		r.Verdict = &verdict.Verdict{OK: true, Phase: PhaseDecode, Inst: -1}
+		return r, nil
+	}
+	return j.script(ctx, r)
+}
+
+// script runs the phases from parse on r.Script.
+func (j *Judge) script(ctx context.Context, r *Result) (*Result, error) {
+	tr, err := encode.Decode(ctx, j.f, []byte(r.Script), encode.Options{Postprocs: []postproc.Postproc{}})
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("judge: %w", cerr)

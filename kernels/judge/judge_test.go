@@ -490,3 +490,25 @@ func equalMaps(a, b map[verdict.Phase]int) bool {
 	}
 	return true
 }
+
+// TestJudgeScript: a script's text gets the verdict its tokens get.
+func TestJudgeScript(t *testing.T) {
+	ctx := context.Background()
+	gmm := parseSpec(t, gmmSpec)
+	j := newJudge(t, gmm, judge.Options{Latency: h100(t)})
+	good := drawn(t, gmm, true)
+	for _, text := range []string{good, drawn(t, gmm, false), strings.Replace(good, "GetLoops b0\n", "GetLoops b0 [\n", 1)} {
+		want, err := j.Judge(ctx, tokens(t, text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := j.JudgeScript(ctx, []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Tokens = want.Tokens
+		if !bytes.Equal(got.JSON(), want.JSON()) {
+			t.Errorf("JudgeScript: %s\nJudge: %s", got.JSON(), want.JSON())
+		}
+	}
+}

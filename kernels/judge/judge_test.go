@@ -562,3 +562,28 @@ func TestAgreesWithSampler(t *testing.T) {
 		}
 	}
 }
+
+// TestWithoutEnterPostproc: a script without its final EnterPostproc line
+// is the same schedule (the postprocessors always run) and gets the same
+// verdict.
+func TestWithoutEnterPostproc(t *testing.T) {
+	ctx := context.Background()
+	gmm := parseSpec(t, gmmSpec)
+	good := drawn(t, gmm, true)
+	cut, ok := strings.CutSuffix(good, "EnterPostproc\n")
+	if !ok {
+		t.Fatalf("the script does not end with EnterPostproc:\n%s", good)
+	}
+	j := newJudge(t, gmm, judge.Options{Latency: h100(t)})
+	want, err := j.Judge(ctx, tokens(t, good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := j.Judge(ctx, tokens(t, cut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.OK || got.IRHash != want.IRHash || *got.LatencyS != *want.LatencyS {
+		t.Errorf("without EnterPostproc: %s; with: %s", got.JSON(), want.JSON())
+	}
+}

@@ -16,6 +16,16 @@ import (
 	_ "dragonx/stages/exec"
 )
 
+// localExp encodes the four files next to the experiment file.
+const localExp = `stage "encode" {
+  kind              = "encode"
+  construction      = "construction.jsonl"
+  refinement        = "refinement.jsonl"
+  test_construction = "test_construction.jsonl"
+  test_refinement   = "test_refinement.jsonl"
+}
+`
+
 // copyDataset copies testdata/dataset into a fresh directory and returns
 // it, with an experiment file encoding it.
 func copyDataset(t *testing.T) (dir string, exp string) {
@@ -30,15 +40,7 @@ func copyDataset(t *testing.T) (dir string, exp string) {
 			t.Fatal(err)
 		}
 	}
-	exp = `stage "encode" {
-  kind              = "encode"
-  construction      = "construction.jsonl"
-  refinement        = "refinement.jsonl"
-  test_construction = "test_construction.jsonl"
-  test_refinement   = "test_refinement.jsonl"
-}
-`
-	return dir, exp
+	return dir, localExp
 }
 
 // edit replaces the first match of re on line n (from 1) of a file.

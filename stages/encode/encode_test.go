@@ -229,3 +229,54 @@ func checkOutputs(t *testing.T, voc *vocab.Vocab, out map[string][]byte, nc, nr,
 		t.Errorf("report fit: %v", rep.Fit)
 	}
 }
+
+// TestBuiltDataset runs the stage through the engine on a dataset searched
+// in the test (other workloads than testdata's, a workload held out
+// without records), from local paths.
+func TestBuiltDataset(t *testing.T) {
+	dir := t.TempDir()
+	tuned := []*workload.Spec{
+		mustSpec(t, `{"family":"SFM","M":32,"N":64}`), mustSpec(t, `{"family":"GMM","B":1,"M":32,"N":32,"K":64}`),
+		mustSpec(t, `{"family":"NRM","B":2,"M":32,"N":32}`), mustSpec(t, `{"family":"SFM","M":64,"N":128}`),
+	}
+	test := []*workload.Spec{tuned[3], mustSpec(t, `{"family":"SFM","M":16,"N":16}`)}
+	res := buildDataset(t, dir, tuned, test, 24, 2, 3)
+	nc, nr, ntc, ntr := len(res.Construction), len(res.Refinement), len(res.TestConstruction), len(res.TestRefinement)
+	if nc == 0 || nr == 0 || ntc != 2 || ntr == 0 {
+		t.Fatalf("the search gave %d construction, %d refinement examples, %d + %d held-out tasks", nc, nr, ntc, ntr)
+	}
+	r := runExperiment(t, filepath.Join(dir, "exp.hcl"), []byte(localExp))
+	if r.status != stages.StatusRan {
+		t.Fatalf("stage %s: %v", r.status, r.err)
+	}
+	voc, err := vocab.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkOutputs(t, voc, r.out, nc, nr, ntc, ntr)
+}
+
+// TestEmptyFiles: no refinement example and no held-out task (a tiny
+// scale) is not an error.
+func TestEmptyFiles(t *testing.T) {
+	dir, exp := copyDataset(t)
+	for _, f := range []string{dataset.RefinementFile, dataset.TestConstructionFile, dataset.TestRefinementFile} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runExperiment(t, filepath.Join(dir, "exp.hcl"), []byte(exp))
+	if r.status != stages.StatusRan {
+		t.Fatalf("stage %s: %v", r.status, r.err)
+	}
+	if len(r.out["heldout"]) != 0 || len(lines(r.out["train"])) != countLines(t, filepath.Join(dir, dataset.ConstructionFile)) {
+		t.Fatalf("heldout %d bytes, train %d lines", len(r.out["heldout"]), len(lines(r.out["train"])))
+	}
+	var rep encode.Report
+	if err := json.Unmarshal(r.out["report"], &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Examples["refinement"] != 0 || rep.Tokens.HeldoutPrompt.N != 0 || rep.Tokens.Total.N != rep.Examples["construction"] {
+		t.Fatalf("report: %+v", rep)
+	}
+}

@@ -63,3 +63,25 @@ func TestMeasure(t *testing.T) {
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
+
+// BenchmarkEncode encodes and checks testdata/dataset (12 examples and
+// tasks) per iteration.
+func BenchmarkEncode(b *testing.B) {
+	voc, err := vocab.Default()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ds := filepath.Join("testdata", "dataset")
+	out := b.TempDir()
+	for b.Loop() {
+		err := encode.Encode(context.Background(), encode.Options{
+			Construction: filepath.Join(ds, dataset.ConstructionFile), Refinement: filepath.Join(ds, dataset.RefinementFile),
+			TestConstruction: filepath.Join(ds, dataset.TestConstructionFile), TestRefinement: filepath.Join(ds, dataset.TestRefinementFile),
+			Out: out, Vocab: voc, Workers: 1,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*12)/b.Elapsed().Seconds(), "examples/s")
+}

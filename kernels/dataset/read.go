@@ -34,25 +34,41 @@ type checker[T any] interface {
 // family, a kernel text, scripts with a trace and a positive finite
 // latency); the error names the first line that does not.
 func Read[T any, P checker[T]](r io.Reader) ([]Entry[T], error) {
-	br := bufio.NewReaderSize(r, 1<<16)
 	var out []Entry[T]
+	err := Scan[T, P](r, func(e Entry[T]) error {
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Scan reads a file as Read does, but calls fn with each entry in turn
+// instead of holding them all: memory stays that of one line. An error
+// from fn stops the scan and is returned as is.
+func Scan[T any, P checker[T]](r io.Reader, fn func(Entry[T]) error) error {
+	br := bufio.NewReaderSize(r, 1<<16)
 	for n := 1; ; n++ {
 		line, err := readLine(br)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("dataset: line %d: %w", n, err)
+			return fmt.Errorf("dataset: line %d: %w", n, err)
 		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
 			v := new(T)
 			if err := json.Unmarshal(t, v); err != nil {
-				return nil, fmt.Errorf("dataset: line %d: %w", n, err)
+				return fmt.Errorf("dataset: line %d: %w", n, err)
 			}
 			if err := P(v).check(); err != nil {
-				return nil, fmt.Errorf("dataset: line %d: %w", n, err)
+				return fmt.Errorf("dataset: line %d: %w", n, err)
 			}
-			out = append(out, Entry[T]{Line: n, Value: v})
+			if err := fn(Entry[T]{Line: n, Value: v}); err != nil {
+				return err
+			}
 		}
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return nil
 		}
 	}
 }

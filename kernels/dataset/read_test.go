@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,5 +180,28 @@ func fuzzOne[T any, P checker[T]](t *testing.T, data []byte) {
 	again, err := Read[T, P](&buf)
 	if err != nil || len(again) != len(es) {
 		t.Fatalf("written back, %d entries read as %d: %v", len(es), len(again), err)
+	}
+}
+
+// TestScan: Scan gives Read's entries one at a time, and stops at the
+// first error of its callback.
+func TestScan(t *testing.T) {
+	dir, _ := written(t)
+	b := mustRead(t, filepath.Join(dir, RefinementFile))
+	all, err := Read[Refinement](bytes.NewReader(b))
+	if err != nil || len(all) < 2 {
+		t.Fatalf("%d entries: %v", len(all), err)
+	}
+	var got []Entry[Refinement]
+	stop := errors.New("stop")
+	err = Scan[Refinement](bytes.NewReader(b), func(e Entry[Refinement]) error {
+		got = append(got, e)
+		if len(got) == 2 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || len(got) != 2 || got[1].Line != all[1].Line || got[1].Value.Hash != all[1].Value.Hash {
+		t.Fatalf("scan: %v after %d entries", err, len(got))
 	}
 }

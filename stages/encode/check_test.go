@@ -112,36 +112,40 @@ func TestCorruptedExamples(t *testing.T) {
 }
 
 // TestDeterministic: the outputs are the same byte for byte on 1 and 4
-// workers, and in two engine runs.
+// workers, in chunks of 1, 5 and the default, and in two engine runs.
 func TestDeterministic(t *testing.T) {
 	voc, err := vocab.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ds := filepath.Join("testdata", "dataset")
-	outs := map[int]map[string][]byte{}
-	for _, workers := range []int{1, 4} {
+	var first map[string][]byte
+	for _, c := range []struct{ workers, chunk int }{{1, 0}, {4, 0}, {2, 1}, {3, 5}} {
 		out := t.TempDir()
 		err := encode.Encode(context.Background(), encode.Options{
 			Construction: filepath.Join(ds, dataset.ConstructionFile), Refinement: filepath.Join(ds, dataset.RefinementFile),
 			TestConstruction: filepath.Join(ds, dataset.TestConstructionFile), TestRefinement: filepath.Join(ds, dataset.TestRefinementFile),
-			Out: out, Vocab: voc, Workers: workers,
+			Out: out, Vocab: voc, Workers: c.workers, Chunk: c.chunk,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		outs[workers] = map[string][]byte{}
+		files := map[string][]byte{}
 		for _, f := range []string{encode.TrainFile, encode.HeldoutFile, encode.VocabFile, encode.TextsFile, encode.ReportFile} {
 			b, err := os.ReadFile(filepath.Join(out, f))
 			if err != nil {
 				t.Fatal(err)
 			}
-			outs[workers][f] = b
+			files[f] = b
 		}
-	}
-	for f, b := range outs[1] {
-		if !bytes.Equal(b, outs[4][f]) {
-			t.Errorf("%s differs between 1 and 4 workers", f)
+		if first == nil {
+			first = files
+			continue
+		}
+		for f, b := range files {
+			if !bytes.Equal(b, first[f]) {
+				t.Errorf("%s differs between 1 worker and %d workers in chunks of %d", f, c.workers, c.chunk)
+			}
 		}
 	}
 	path := filepath.Join("testdata", "example.hcl")
@@ -155,7 +159,7 @@ func TestDeterministic(t *testing.T) {
 			t.Errorf("output %s differs between two runs", name)
 		}
 	}
-	if !bytes.Equal(a.out["train"], outs[1][encode.TrainFile]) {
+	if !bytes.Equal(a.out["train"], first[encode.TrainFile]) {
 		t.Error("the stage's train.jsonl is not Encode's")
 	}
 }
@@ -220,5 +224,22 @@ stage "e" {
 		`test_construction={"$ref":"stage.h.out.tc"}`, `test_refinement={"$ref":"stage.h.out.tr"}`, `vocab="` + voc.Identity() + `"`}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("params:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestSeveralFailures: the message counts the failures and names the first
+// in file order.
+func TestSeveralFailures(t *testing.T) {
+	dir, exp := copyDataset(t)
+	edit(t, filepath.Join(dir, dataset.TestRefinementFile), 2, `"script":"GetBlock`, `"script":"GetBlok`)
+	edit(t, filepath.Join(dir, dataset.RefinementFile), 3, `"script":"GetBlock`, `"script":"GetBlok`)
+	r := runExperiment(t, filepath.Join(dir, "exp.hcl"), []byte(exp))
+	if r.status != stages.StatusFailed || r.err == nil {
+		t.Fatalf("stage %s, want failed", r.status)
+	}
+	for _, w := range []string{"2 of 12 examples do not round-trip", "the first: refinement.jsonl:3 "} {
+		if !strings.Contains(r.err.Error(), w) {
+			t.Errorf("error %q does not say %q", r.err, w)
+		}
 	}
 }

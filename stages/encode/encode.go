@@ -231,6 +231,10 @@ type Options struct {
 	// Workers is the number of goroutines (0: GOMAXPROCS); the outputs do
 	// not depend on it.
 	Workers int
+	// Chunk is the number of examples read and encoded before their lines
+	// are written (0: DefaultChunk): it bounds the memory of the examples
+	// waiting in order. The outputs do not depend on it.
+	Chunk int
 	// Progress receives examples done out of the total.
 	Progress progress.Reporter
 	// Log receives a summary.
@@ -262,9 +266,14 @@ type result struct {
 	err                  error
 }
 
+// DefaultChunk is Options.Chunk's default.
+const DefaultChunk = 4096
+
 // Encode reads the four files, encodes and checks every example and task on
 // Workers goroutines, and writes the outputs into Out, in the input order.
-// It fails on the first example (in file order) that does not round-trip.
+// The files are read a chunk of examples at a time. It fails on the first
+// chunk that holds an example that does not round-trip, naming the first
+// such example in file order.
 func Encode(ctx context.Context, o Options) error {
 	if o.Progress == nil {
 		o.Progress = progress.Nop{}
@@ -272,15 +281,20 @@ func Encode(ctx context.Context, o Options) error {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	jobs, err := readJobs(o)
+	e := &encoder{o: o, rep: newReport(), outs: map[string]*bufio.Writer{}}
+	e.workers = o.Workers
+	if e.workers <= 0 {
+		e.workers = runtime.GOMAXPROCS(0)
+	}
+	e.chunk = o.Chunk
+	if e.chunk <= 0 {
+		e.chunk = DefaultChunk
+	}
+	total, err := countExamples(o.Construction, o.Refinement, o.TestConstruction, o.TestRefinement)
 	if err != nil {
 		return err
 	}
-	workers := o.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	outs := map[string]*bufio.Writer{}
+	e.total = total
 	var closers []*os.File
 	defer func() {
 		for _, f := range closers {
@@ -293,78 +307,16 @@ func Encode(ctx context.Context, o Options) error {
 			return fmt.Errorf("encode: %w", err)
 		}
 		closers = append(closers, f)
-		outs[name] = bufio.NewWriterSize(f, 1<<20)
+		e.outs[name] = bufio.NewWriterSize(f, 1<<20)
 	}
-
-	rep := newReport()
-	// Chunks bound the memory of results waiting to be written in order.
-	const chunk = 4096
-	results := make([]result, min(chunk, len(jobs)))
-	for start := 0; start < len(jobs); start += chunk {
-		end := min(start+chunk, len(jobs))
-		part := jobs[start:end]
-		res := results[:len(part)]
-		var wg sync.WaitGroup
-		next := make(chan int)
-		var done int64
-		var mu sync.Mutex
-		for range min(workers, len(part)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					res[i] = encodeJob(ctx, o.Vocab, &part[i])
-					mu.Lock()
-					done++
-					o.Progress.Report(progress.Event{Done: int64(start) + done, Total: int64(len(jobs)), Unit: "examples"})
-					mu.Unlock()
-				}
-			}()
-		}
-	feed:
-		for i := range part {
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				break feed
-			}
-		}
-		close(next)
-		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("encode: %w", err)
-		}
-		failed := 0
-		var first error
-		for i := range res {
-			if res[i].err != nil {
-				if first == nil {
-					first = res[i].err
-				}
-				failed++
-			}
-		}
-		if first != nil {
-			if failed > 1 {
-				return fmt.Errorf("encode: %d examples of %d checked in this batch do not round-trip; the first: %w", failed, len(part), first)
-			}
-			return fmt.Errorf("encode: %w", first)
-		}
-		for i := range res {
-			r := &res[i]
-			j := &part[i]
-			if j.test {
-				outs[HeldoutFile].Write(r.heldout)
-			} else {
-				outs[TrainFile].Write(r.train)
-				outs[TextsFile].Write(r.text)
-			}
-			rep.add(j, r)
-			res[i] = result{}
-		}
+	if err := e.readAll(ctx); err != nil {
+		return err
+	}
+	if err := e.flush(ctx); err != nil {
+		return err
 	}
 	for _, name := range []string{TrainFile, HeldoutFile, TextsFile} {
-		if err := outs[name].Flush(); err != nil {
+		if err := e.outs[name].Flush(); err != nil {
 			return fmt.Errorf("encode: writing %s: %w", name, err)
 		}
 	}
@@ -377,7 +329,7 @@ func Encode(ctx context.Context, o Options) error {
 	if err := writeVocab(filepath.Join(o.Out, VocabFile), o.Vocab); err != nil {
 		return err
 	}
-	r := rep.finish()
+	r := e.rep.finish()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
@@ -392,76 +344,190 @@ func Encode(ctx context.Context, o Options) error {
 	return nil
 }
 
-// readJobs reads the four files into jobs, in output order: construction,
-// refinement, test construction, test refinement.
-func readJobs(o Options) ([]job, error) {
-	var jobs []job
-	open := func(path string) (*os.File, error) {
+// encoder is the state of one Encode.
+type encoder struct {
+	o       Options
+	workers int
+	chunk   int
+	total   int64 // examples and tasks in the four files
+	done    int64 // encoded and written
+	batch   []job // read, not yet encoded
+	rep     *reportBuilder
+	outs    map[string]*bufio.Writer
+}
+
+// countExamples counts the non-blank lines of the files, for progress.
+func countExamples(paths ...string) (int64, error) {
+	var n int64
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return 0, fmt.Errorf("encode: %w", err)
+		}
+		br := bufio.NewReaderSize(f, 1<<16)
+		blank := true
+		for {
+			b, err := br.ReadByte()
+			if err != nil {
+				if !blank {
+					n++
+				}
+				f.Close()
+				if !errors.Is(err, io.EOF) {
+					return 0, fmt.Errorf("encode: reading %s: %w", p, err)
+				}
+				break
+			}
+			switch b {
+			case '\n':
+				if !blank {
+					n++
+				}
+				blank = true
+			case ' ', '\t', '\r':
+			default:
+				blank = false
+			}
+		}
+	}
+	return n, nil
+}
+
+// add queues a job, encoding the queue once it holds a chunk.
+func (e *encoder) add(ctx context.Context, j job) error {
+	e.batch = append(e.batch, j)
+	if len(e.batch) < e.chunk {
+		return nil
+	}
+	return e.flush(ctx)
+}
+
+// readAll reads the four files in output order, construction, refinement,
+// test construction, test refinement, queueing their jobs.
+func (e *encoder) readAll(ctx context.Context) error {
+	scan := func(path, name string, each func(f *os.File) error) error {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("encode: %w", err)
+			return fmt.Errorf("encode: %w", err)
 		}
-		return f, nil
+		defer f.Close()
+		if err := each(f); err != nil {
+			var fe *failure
+			if errors.As(err, &fe) || ctx.Err() != nil {
+				return err
+			}
+			return fmt.Errorf("encode: %s: %w", name, err)
+		}
+		return nil
 	}
-	{
-		f, err := open(o.Construction)
-		if err != nil {
-			return nil, err
-		}
-		es, err := dataset.Read[dataset.Construction](f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("encode: %s: %w", dataset.ConstructionFile, err)
-		}
-		for _, e := range es {
-			jobs = append(jobs, job{file: dataset.ConstructionFile, line: e.Line, task: TaskConstruction, w: &e.Value.Workload, target: &e.Value.Target})
+	if err := scan(e.o.Construction, dataset.ConstructionFile, func(f *os.File) error {
+		return dataset.Scan[dataset.Construction](f, func(en dataset.Entry[dataset.Construction]) error {
+			return e.add(ctx, job{file: dataset.ConstructionFile, line: en.Line, task: TaskConstruction, w: &en.Value.Workload, target: &en.Value.Target})
+		})
+	}); err != nil {
+		return err
+	}
+	if err := scan(e.o.Refinement, dataset.RefinementFile, func(f *os.File) error {
+		return dataset.Scan[dataset.Refinement](f, func(en dataset.Entry[dataset.Refinement]) error {
+			return e.add(ctx, job{file: dataset.RefinementFile, line: en.Line, task: TaskRefinement, w: &en.Value.Workload, source: &en.Value.Source, target: &en.Value.Target})
+		})
+	}); err != nil {
+		return err
+	}
+	i := 0
+	if err := scan(e.o.TestConstruction, dataset.TestConstructionFile, func(f *os.File) error {
+		return dataset.Scan[dataset.ConstructionTask](f, func(en dataset.Entry[dataset.ConstructionTask]) error {
+			i++
+			return e.add(ctx, job{file: dataset.TestConstructionFile, line: en.Line, task: TaskConstruction, test: true, index: i - 1,
+				w: &en.Value.Workload, refLatency: en.Value.ReferenceLatencyS, latencySource: en.Value.LatencySource})
+		})
+	}); err != nil {
+		return err
+	}
+	i = 0
+	return scan(e.o.TestRefinement, dataset.TestRefinementFile, func(f *os.File) error {
+		return dataset.Scan[dataset.RefinementPrompt](f, func(en dataset.Entry[dataset.RefinementPrompt]) error {
+			i++
+			return e.add(ctx, job{file: dataset.TestRefinementFile, line: en.Line, task: TaskRefinement, test: true, index: i - 1,
+				w: &en.Value.Workload, source: &en.Value.Source})
+		})
+	})
+}
+
+// failure is a round trip that failed; it stops the scan as it is.
+type failure struct{ err error }
+
+func (f *failure) Error() string { return f.err.Error() }
+func (f *failure) Unwrap() error { return f.err }
+
+// flush encodes the queued jobs on the workers and writes their lines in
+// order.
+func (e *encoder) flush(ctx context.Context) error {
+	part := e.batch
+	if len(part) == 0 {
+		return nil
+	}
+	res := make([]result, len(part))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	var mu sync.Mutex
+	done := e.done
+	for range min(e.workers, len(part)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				res[i] = encodeJob(ctx, e.o.Vocab, &part[i])
+				mu.Lock()
+				done++
+				e.o.Progress.Report(progress.Event{Done: done, Total: e.total, Unit: "examples"})
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := range part {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
 		}
 	}
-	{
-		f, err := open(o.Refinement)
-		if err != nil {
-			return nil, err
-		}
-		es, err := dataset.Read[dataset.Refinement](f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("encode: %s: %w", dataset.RefinementFile, err)
-		}
-		for _, e := range es {
-			jobs = append(jobs, job{file: dataset.RefinementFile, line: e.Line, task: TaskRefinement, w: &e.Value.Workload, source: &e.Value.Source, target: &e.Value.Target})
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	failed := 0
+	var first error
+	for i := range res {
+		if res[i].err != nil {
+			if first == nil {
+				first = res[i].err
+			}
+			failed++
 		}
 	}
-	{
-		f, err := open(o.TestConstruction)
-		if err != nil {
-			return nil, err
+	if first != nil {
+		if failed > 1 {
+			return &failure{fmt.Errorf("encode: %d of %d examples do not round-trip (of %d checked so far); the first: %w", failed, len(part), e.done+int64(len(part)), first)}
 		}
-		es, err := dataset.Read[dataset.ConstructionTask](f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("encode: %s: %w", dataset.TestConstructionFile, err)
-		}
-		for i, e := range es {
-			jobs = append(jobs, job{file: dataset.TestConstructionFile, line: e.Line, task: TaskConstruction, test: true, index: i,
-				w: &e.Value.Workload, refLatency: e.Value.ReferenceLatencyS, latencySource: e.Value.LatencySource})
-		}
+		return &failure{fmt.Errorf("encode: %w", first)}
 	}
-	{
-		f, err := open(o.TestRefinement)
-		if err != nil {
-			return nil, err
+	for i := range res {
+		r, j := &res[i], &part[i]
+		if j.test {
+			e.outs[HeldoutFile].Write(r.heldout)
+		} else {
+			e.outs[TrainFile].Write(r.train)
+			e.outs[TextsFile].Write(r.text)
 		}
-		es, err := dataset.Read[dataset.RefinementPrompt](f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("encode: %s: %w", dataset.TestRefinementFile, err)
-		}
-		for i, e := range es {
-			jobs = append(jobs, job{file: dataset.TestRefinementFile, line: e.Line, task: TaskRefinement, test: true, index: i,
-				w: &e.Value.Workload, source: &e.Value.Source})
-		}
+		e.rep.add(j, r)
 	}
-	return jobs, nil
+	e.done += int64(len(part))
+	e.batch = e.batch[:0]
+	clear(part) // the examples read are no longer needed
+	return nil
 }
 
 // TrainLine is one line of train.jsonl.

@@ -226,7 +226,7 @@ type Options struct {
 	Construction, Refinement, TestConstruction, TestRefinement string
 	// Out is the directory the outputs are written into.
 	Out string
-	// Vocab tokenizes the texts.
+	// Vocab tokenizes the texts (nil: vocab.Default()).
 	Vocab *vocab.Vocab
 	// Workers is the number of goroutines (0: GOMAXPROCS); the outputs do
 	// not depend on it.
@@ -280,6 +280,13 @@ func Encode(ctx context.Context, o Options) error {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if o.Vocab == nil {
+		v, err := vocab.Default()
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		o.Vocab = v
 	}
 	e := &encoder{o: o, rep: newReport(), outs: map[string]*bufio.Writer{}}
 	e.workers = o.Workers

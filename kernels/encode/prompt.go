@@ -3,6 +3,7 @@ package encode
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strconv"
 
 	"dragonx/kernels/ir"
@@ -33,7 +34,7 @@ type Prompt struct {
 	// Script is the existing script (nil: not a refinement).
 	Script []byte
 	// Bucket is the existing script's latency bucket, 0 to MaxBucket, or
-	// -1 for none (always -1 without Script).
+	// -1 for none (always -1 without Script); LatencyBucket computes it.
 	Bucket int
 	// Target is the script to write (empty when the prompt asks for it).
 	Target []byte
@@ -131,4 +132,29 @@ func ParsePrompt(text []byte) (*Prompt, *ir.PrimFunc, error) {
 		return nil, nil, fmt.Errorf("decode: prompt: the target: %w", err)
 	}
 	return p, f, nil
+}
+
+// BucketsPerOctave is the resolution of LatencyBucket: a bucket spans a
+// factor of 2^(1/8), about 9%, so a refinement's least speedup (1.1x)
+// moves a script at least one bucket down.
+const BucketsPerOctave = 8
+
+// LatencyBucket returns the latency bucket of a script that runs in
+// latency seconds, for Prompt.Bucket: floor(8 * log2(latency / 1 ns)),
+// clamped to 0 (1 ns or faster) and MaxBucket (2^(255/8) ns, about 3.9 s,
+// or slower). The scale is absolute, so equal buckets mean equal speed
+// across workloads. A latency that is not a positive finite number (a
+// failed run) has no bucket: an error.
+func LatencyBucket(latency float64) (int, error) {
+	if !(latency > 0) || math.IsInf(latency, 0) {
+		return 0, fmt.Errorf("encode: latency %v s has no bucket: want a positive finite number", latency)
+	}
+	b := math.Floor(BucketsPerOctave * math.Log2(latency/1e-9))
+	switch {
+	case b < 0:
+		return 0, nil
+	case b > MaxBucket:
+		return MaxBucket, nil
+	}
+	return int(b), nil
 }

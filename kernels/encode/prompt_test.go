@@ -3,6 +3,7 @@ package encode
 import (
 	"bytes"
 	"context"
+	"math"
 	"strings"
 	"testing"
 )
@@ -89,5 +90,42 @@ func TestPromptErrors(t *testing.T) {
 	}
 	if _, err := (&Prompt{Kernel: kernel, Bucket: 3}).Format(); err == nil {
 		t.Error("a bucket without a script formats")
+	}
+}
+
+func TestLatencyBucket(t *testing.T) {
+	for _, tc := range []struct {
+		latency float64
+		want    int
+	}{
+		{1e-12, 0},        // faster than 1 ns: clamped
+		{1e-9, 0},         // 1 ns
+		{2.1e-9, 8},       // just over one doubling
+		{1.9e-9, 7},       // just under
+		{1e-6, 79},        // 1 us: 8*log2(1000) = 79.7
+		{1.1e-6, 80},      // 10% slower: the next bucket
+		{1e-3, 159},       // 1 ms: 8*log2(1e6) = 159.5
+		{1.0, 239},        // 1 s: 8*log2(1e9) = 239.2
+		{4.0, MaxBucket},  // slower than 2^(255/8) ns: clamped
+		{1e10, MaxBucket}, // the failure sentinel's size, clamped
+		{3.9e-6, 95},      // 3.9 us: 8*log2(3900) = 95.4
+	} {
+		got, err := LatencyBucket(tc.latency)
+		if err != nil || got != tc.want {
+			t.Errorf("LatencyBucket(%g) = %d, %v; want %d", tc.latency, got, err, tc.want)
+		}
+	}
+	// A speedup of 1.1 always lowers the bucket by at least one.
+	for l := 1e-8; l < 1; l *= 1.013 {
+		a, _ := LatencyBucket(l)
+		b, _ := LatencyBucket(l / 1.1)
+		if b >= a && a < MaxBucket && b > 0 {
+			t.Fatalf("latency %g in bucket %d, 1.1x faster in bucket %d", l, a, b)
+		}
+	}
+	for _, bad := range []float64{0, -1e-6, math.NaN(), math.Inf(1)} {
+		if _, err := LatencyBucket(bad); err == nil {
+			t.Errorf("LatencyBucket(%v): no error", bad)
+		}
 	}
 }

@@ -3,5 +3,7 @@
 package all
 
 import (
-	_ "dragonx/stages/exec" // kind "exec"
+	_ "dragonx/stages/encode"    // kind "encode"
+	_ "dragonx/stages/exec"      // kind "exec"
+	_ "dragonx/stages/workloads" // kind "workloads"
 )

@@ -3,5 +3,6 @@
 package all
 
 import (
-	_ "dragonx/stages/exec" // kind "exec"
+	_ "dragonx/stages/exec"    // kind "exec"
+	_ "dragonx/stages/harvest" // kind "harvest"
 )

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -222,6 +223,12 @@ func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
 			return fmt.Errorf("harvest: target cuda: %w", err)
 		}
 		fmt.Fprintf(rc.Log, "target cuda: measuring on %s\n", dev)
+	}
+	if s.params.Search.Numeric {
+		// The numerical gate compiles every measured candidate with cc.
+		if _, err := exec.LookPath("cc"); err != nil {
+			return fmt.Errorf("harvest: search.numeric needs a C compiler (cc) to run the numerical gate: %w (install gcc: make setup)", err)
+		}
 	}
 	state := rc.StateDir
 	if state == "" {

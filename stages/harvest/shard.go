@@ -20,8 +20,10 @@ import (
 	"dragonx/kernels/cudabench"
 	"dragonx/kernels/gpumodel"
 	"dragonx/kernels/latency"
+	"dragonx/kernels/numeric"
 	"dragonx/kernels/search"
 	"dragonx/kernels/tunedb"
+	"dragonx/kernels/verdict"
 	"dragonx/kernels/workload"
 )
 
@@ -419,6 +421,13 @@ func tune(ctx context.Context, p Params, s *workload.Spec, wdir string) (*Worklo
 	if err != nil {
 		return nil, err
 	}
+	var vo verdict.Options
+	if p.Search.Numeric {
+		// One gate for the workload's checks: it looks the compiler up once.
+		if vo.Gate, err = numeric.New(numeric.Options{}); err != nil {
+			return nil, err
+		}
+	}
 	cdb := &countingDB{Database: tdb, failures: map[string]int{}}
 	res, err := search.Run(ctx, f, search.Options{
 		Trials:          p.Trials,
@@ -430,6 +439,7 @@ func tune(ctx context.Context, p Params, s *workload.Spec, wdir string) (*Worklo
 		Model:           cm,
 		Measure:         src,
 		Numeric:         p.Search.Numeric,
+		VerdictOptions:  vo,
 		DB:              cdb,
 	})
 	if ctxErr := ctx.Err(); ctxErr != nil {

@@ -215,3 +215,32 @@ func TestReadWorkloads(t *testing.T) {
 		}
 	}
 }
+
+// TestNumericGate runs a tiny search with the numerical gate: every measured
+// candidate goes through it (without a C compiler on PATH, every one fails
+// in the numeric phase; with one, each passes or fails there).
+func TestNumericGate(t *testing.T) {
+	spec, err := workload.ParseString(`{"family":"GMM","B":1,"N":32,"M":32,"K":32}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testParams()
+	p.Trials, p.Search.Numeric = 4, true
+	job := ShardJob{Version: Version, Params: p, Shard: 0, Shards: 1, Workloads: []*workload.Spec{spec}}
+	run := func() WorkloadSummary {
+		t.Helper()
+		sum, err := runShard(context.Background(), &job, t.TempDir(), func(WorkloadSummary, bool) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum.Workloads[0]
+	}
+	w := run()
+	if w.Trials != 4 || w.Valid+w.Failures["numeric"] != 4 || w.Error != "" {
+		t.Errorf("numeric search: %+v: want 4 trials, each valid or failed in the numeric phase", w)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if w := run(); w.Trials != 4 || w.Failures["numeric"] != 4 {
+		t.Errorf("numeric search without cc: %+v: want 4 numeric failures", w)
+	}
+}

@@ -97,11 +97,12 @@ func (d *decoder) int(attrs hcl.Attributes, name string, def, lo, hi int64) int6
 	if !ok {
 		return def
 	}
-	what := fmt.Sprintf("a whole number from %d", lo)
-	if hi < math.MaxInt64 {
-		what += fmt.Sprintf(" to %d", hi)
-	} else {
-		what += " up"
+	what := "a whole number"
+	switch {
+	case lo > math.MinInt64 && hi < math.MaxInt64:
+		what += fmt.Sprintf(" from %d to %d", lo, hi)
+	case lo > math.MinInt64:
+		what += fmt.Sprintf(" from %d up", lo)
 	}
 	v, ok := d.value(a, cty.Number, what)
 	if !ok {

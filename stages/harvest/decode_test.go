@@ -29,6 +29,7 @@ func TestDiagnostics(t *testing.T) {
 		{"noise above 1", "  trials = 4\n  noise = 1.5\n", "noise is 1.5; want a σ from 0 to 1", 5},
 		{"noise with cuda", "  trials = 4\n  target = \"cuda\"\n  noise = 0.1\n", "the cuda target measures, so leave it out", 6},
 		{"null seed", "  trials = 4\n  seed = null\n", "seed is null", 5},
+		{"fractional seed", "  trials = 4\n  seed = 1.5\n", "seed is 1.5; want a whole number.", 5},
 		{"workloads number", "  trials = 4\n", "", 0},
 		{"bad cost model", "  trials = 4\n  search {\n    cost_model = \"xgb\"\n  }\n", `unknown cost model "xgb"`, 6},
 		{"numeric not bool", "  trials = 4\n  search {\n    numeric = \"yes\"\n  }\n", "numeric must be true or false", 6},

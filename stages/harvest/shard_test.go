@@ -244,3 +244,25 @@ func TestNumericGate(t *testing.T) {
 		t.Errorf("numeric search without cc: %+v: want 4 numeric failures", w)
 	}
 }
+
+func TestClearStale(t *testing.T) {
+	state := t.TempDir()
+	for _, d := range []string{"shard-0-of-3", "shard-1-of-2", "other"} {
+		if err := os.Mkdir(filepath.Join(state, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log strings.Builder
+	clearStale(state, 2, &log)
+	ents, _ := os.ReadDir(state)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, ","); got != "other,shard-1-of-2" {
+		t.Errorf("left %s, want other,shard-1-of-2", got)
+	}
+	if !strings.Contains(log.String(), "removing shard-0-of-3") {
+		t.Errorf("log %q", log.String())
+	}
+}

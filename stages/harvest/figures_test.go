@@ -16,6 +16,7 @@ import (
 	"dragonx/internal/progress"
 	"dragonx/kernels/corpus"
 	"dragonx/kernels/dataset"
+	"dragonx/kernels/tunedb"
 	"dragonx/kernels/workload"
 )
 
@@ -26,6 +27,7 @@ var (
 	figPops    = flag.String("figures.population", "512", "population sizes")
 	figShards  = flag.Int("figures.shards", 1, "shards (goroutines)")
 	figTestFrc = flag.Float64("figures.test", 0.1, "test fraction of the corpus")
+	figPairs   = flag.String("figures.pairs", "", "also count the refinement examples with these pairs per workload")
 )
 
 // TestFigures measures the harvest's cost per workload and the dataset
@@ -81,6 +83,23 @@ func TestFigures(t *testing.T) {
 				}
 				fmt.Printf("%s,%d,%d,%d,%d,%.3f,%.1f,%d,%d,%d,%d,%d,%d\n", model, p, n, len(specs), len(test), secs/float64(len(specs)),
 					float64(st.Search.Trials)/secs, st.Construction, st.Refinement, st.TestConstruction, st.TestRefinement, st.Search.Valid, st.Search.Trials)
+				for _, pairs := range strings.Split(*figPairs, ",") {
+					k, err := strconv.Atoi(pairs)
+					if err != nil {
+						continue
+					}
+					o := opts
+					o.PairsPerWorkload = k
+					db, err := tunedb.Load(out + "/db")
+					if err != nil {
+						t.Fatal(err)
+					}
+					res, err := dataset.Build(ctx, db, o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					fmt.Printf("  pairs %d: %d refinement examples, %d test refinement prompts\n", k, res.Stats.Refinement, res.Stats.TestRefinement)
+				}
 			}
 		}
 	}

@@ -183,8 +183,8 @@ func TestHarvestEngine(t *testing.T) {
 	if st.Refinement < 1 || st.TestRefinement < 1 {
 		t.Errorf("refinement %d, test refinement %d: want some of each", st.Refinement, st.TestRefinement)
 	}
-	if st.Search.Trials < 7 || st.Search.Trials > 7*16 || st.Search.Valid > st.Search.Trials {
-		t.Errorf("trials %d, valid %d: want 7..112 trials", st.Search.Trials, st.Search.Valid)
+	if st.Search.Trials < 7 || st.Search.Trials > 7*8 || st.Search.Valid > st.Search.Trials {
+		t.Errorf("trials %d, valid %d: want 7..56 trials", st.Search.Trials, st.Search.Valid)
 	}
 	failed := 0
 	for _, n := range st.Search.FailuresByPhase {

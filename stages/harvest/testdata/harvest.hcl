@@ -1,10 +1,10 @@
 # A tiny harvest: seven workloads (five train, two test) of testdata/workloads.jsonl,
-# 16 trials each on the H100 model, in two shards. `dragonx run` runs it in seconds.
+# 8 trials each on the H100 model, in two shards. `dragonx run` runs it in seconds.
 stage "harvest" {
   kind      = "harvest"
   workloads = "workloads.jsonl"
   target    = "h100-model"
-  trials    = 16
+  trials    = 8
   seed      = 1
   shards    = 2
   search {

@@ -27,6 +27,7 @@ var (
 	figPops    = flag.String("figures.population", "512", "population sizes")
 	figShards  = flag.Int("figures.shards", 1, "shards (goroutines)")
 	figTestFrc = flag.Float64("figures.test", 0.1, "test fraction of the corpus")
+	figBench   = flag.Bool("figures.benchmarks", false, "start the corpus with the 52 benchmark shapes (all test)")
 	figPairs   = flag.String("figures.pairs", "", "also count the refinement examples with these pairs per workload")
 )
 
@@ -36,7 +37,7 @@ var (
 //	go test -tags harvestfigures -run TestFigures -v -timeout 0 ./stages/harvest -figures.n 20
 func TestFigures(t *testing.T) {
 	ctx := context.Background()
-	recs, err := corpus.Generate(ctx, corpus.Options{Count: *figN, Seed: 1, TestFraction: *figTestFrc, NoBenchmarks: true, Workers: 1})
+	recs, err := corpus.Generate(ctx, corpus.Options{Count: *figN, Seed: 1, TestFraction: *figTestFrc, NoBenchmarks: !*figBench, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -266,3 +266,20 @@ func TestClearStale(t *testing.T) {
 		t.Errorf("log %q", log.String())
 	}
 }
+
+// TestRunShardEmpty: a shard without workloads (more shards than
+// workloads) finishes with an empty database.
+func TestRunShardEmpty(t *testing.T) {
+	job := ShardJob{Version: Version, Params: testParams(), Shard: 2, Shards: 3, Workloads: []*workload.Spec{}}
+	dir := t.TempDir()
+	if err := RunShard(context.Background(), job, dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	sum, ok := ShardDone(dir, &job)
+	if !ok || len(sum.Workloads) != 0 {
+		t.Fatalf("done %v, summary %+v", ok, sum)
+	}
+	if got := readDB(t, filepath.Join(dir, DBDir)); got != "" {
+		t.Errorf("empty shard's database holds %q", got)
+	}
+}

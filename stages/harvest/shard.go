@@ -353,10 +353,13 @@ func tuneOnce(ctx context.Context, p Params, pd string, s *workload.Spec, wdir s
 	return w, false, nil
 }
 
-// countingDB counts the failed measurements of a search by phase.
+// countingDB counts the failed measurements of a search by phase, and
+// keeps the database's own error (a full disk fails the shard; it is not
+// the workload's fault).
 type countingDB struct {
 	search.Database
 	failures map[string]int
+	err      error
 }
 
 func (c *countingDB) Commit(ctx context.Context, r search.Record) error {
@@ -367,7 +370,11 @@ func (c *countingDB) Commit(ctx context.Context, r search.Record) error {
 		}
 		c.failures[ph]++
 	}
-	return c.Database.Commit(ctx, r)
+	err := c.Database.Commit(ctx, r)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return err
 }
 
 // tune searches one workload into a fresh database in wdir. An error is
@@ -444,6 +451,9 @@ func tune(ctx context.Context, p Params, s *workload.Spec, wdir string) (*Worklo
 	})
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return nil, fmt.Errorf("%s interrupted: %w", s.Label(), ctxErr)
+	}
+	if cdb.err != nil {
+		return nil, fmt.Errorf("%s: the tuning database: %w", s.Label(), cdb.err)
 	}
 	if err != nil {
 		// The design space could not be built, or the search failed on

@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"dragonx/internal/progress"
+	"dragonx/kernels/search"
 	"dragonx/kernels/tunedb"
+	"dragonx/kernels/verdict"
 	"dragonx/kernels/workload"
 )
 
@@ -281,5 +283,25 @@ func TestRunShardEmpty(t *testing.T) {
 	}
 	if got := readDB(t, filepath.Join(dir, DBDir)); got != "" {
 		t.Errorf("empty shard's database holds %q", got)
+	}
+}
+
+type brokenDB struct{ search.Database }
+
+func (brokenDB) Commit(context.Context, search.Record) error { return errors.New("disk full") }
+
+// TestCountingDB: failures are counted by phase, and the database's own
+// error is kept for tune to fail the shard with.
+func TestCountingDB(t *testing.T) {
+	c := &countingDB{Database: brokenDB{search.NewMemoryDB()}, failures: map[string]int{}}
+	ctx := context.Background()
+	_ = c.Commit(ctx, search.Record{OK: false, Phase: verdict.PhaseLatency})
+	_ = c.Commit(ctx, search.Record{OK: false})
+	_ = c.Commit(ctx, search.Record{OK: true})
+	if c.failures["latency"] != 1 || c.failures["unknown"] != 1 || len(c.failures) != 2 {
+		t.Errorf("failures %v", c.failures)
+	}
+	if c.err == nil || c.err.Error() != "disk full" {
+		t.Errorf("kept error %v", c.err)
 	}
 }

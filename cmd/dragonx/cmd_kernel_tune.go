@@ -44,16 +44,6 @@ object instead:
 best_latency_s is null when no candidate was valid.
 `
 
-// tuneTarget is the target config recorded with the tuning records (TVM's
-// Target.export() form): the model targets model Hopper GPUs (sm_90); a
-// real GPU's architecture is not known here.
-func tuneTarget(target string) json.RawMessage {
-	if target == "cuda" {
-		return json.RawMessage(`{"kind":"cuda"}`)
-	}
-	return json.RawMessage(`{"kind":"cuda","arch":"sm_90"}`)
-}
-
 // tuneJSON is kernel tune -json's object.
 type tuneJSON struct {
 	BestLatencyS  *float64        `json:"best_latency_s"`
@@ -134,7 +124,7 @@ func runKernelTune(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer db.Close()
-		tdb, err := search.NewTuneDB(ctx, db, spec, f, tuneTarget(target))
+		tdb, err := search.NewTuneDB(ctx, db, spec, f, search.TargetConfig(target))
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"dragonx/kernels/trace"
+	"dragonx/kernels/verdict"
 )
 
 // A Record is one measured candidate of a workload.
@@ -25,6 +26,9 @@ type Record struct {
 	LatencyS      float64
 	LatencySource string
 	Error         string
+	// Phase is the verdict phase that failed ("" when OK): verify,
+	// numeric or latency for a measured candidate.
+	Phase verdict.Phase
 }
 
 // Database is what the search needs of a tuning database: commit a

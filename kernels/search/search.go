@@ -89,6 +89,9 @@ type Result struct {
 	// round (as TVM's search, it then ends, not an error), or rounds with
 	// nothing new to measure.
 	Stopped string
+	// Stop is the reason as a word: StopTrials (all Trials measured),
+	// StopTooFew or StopNothingNew.
+	Stop string
 	// Elapsed is the wall time of the search; MeasureTime the part spent
 	// checking and measuring the picked candidates.
 	Elapsed, MeasureTime time.Duration
@@ -184,7 +187,7 @@ func Run(ctx context.Context, f *ir.PrimFunc, opts Options) (*Result, error) {
 		s.res.Rounds++
 		var few *tooFewError
 		if errors.As(err, &few) {
-			s.res.Stopped = few.Error()
+			s.res.Stopped, s.res.Stop = few.Error(), StopTooFew
 			break
 		}
 		if err != nil {
@@ -193,16 +196,26 @@ func Run(ctx context.Context, f *ir.PrimFunc, opts Options) (*Result, error) {
 		}
 		if n == 0 {
 			if empty++; empty >= opts.EmptyRoundsBeforeStop {
-				s.res.Stopped = fmt.Sprintf("%d rounds found nothing new to measure", empty)
+				s.res.Stopped, s.res.Stop = fmt.Sprintf("%d rounds found nothing new to measure", empty), StopNothingNew
 				break
 			}
 		} else {
 			empty = 0
 		}
 	}
+	if s.res.Stop == "" {
+		s.res.Stop = StopTrials
+	}
 	s.res.Elapsed = time.Since(start)
 	return s.res, nil
 }
+
+// Reasons a search ended (Result.Stop).
+const (
+	StopTrials     = "trials"          // the budget of Trials was measured
+	StopTooFew     = "too_few_samples" // a round could not draw enough valid samples
+	StopNothingNew = "nothing_new"     // EmptyRoundsBeforeStop rounds found nothing new
+)
 
 // check runs the static check of a trace (a sketch part, with or without
 // recorded postprocessors) and returns the candidate, nil when rejected.
@@ -518,6 +531,9 @@ func (s *searcher) measure(ctx context.Context, picks []*Candidate) error {
 			rec.LatencyS, rec.LatencySource = lat, v.LatencySource
 		} else if v.OK {
 			rec.OK, rec.Error = false, "no latency"
+		}
+		if !rec.OK {
+			rec.Phase = v.Phase
 		}
 		if err := o.DB.Commit(ctx, rec); err != nil {
 			return fmt.Errorf("search: database: %w", err)

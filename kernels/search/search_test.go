@@ -11,6 +11,8 @@ import (
 
 	"dragonx/kernels/gpumodel"
 	"dragonx/kernels/ir"
+	"dragonx/kernels/latency"
+	"dragonx/kernels/lower"
 	"dragonx/kernels/numeric"
 	"dragonx/kernels/postproc"
 	"dragonx/kernels/trace"
@@ -67,6 +69,9 @@ func TestRunDeterministic(t *testing.T) {
 		}
 		if r.LatencySource != "model:h100" {
 			t.Errorf("latency source %q, want model:h100", r.LatencySource)
+		}
+		if r.Stop != StopTrials || r.Stopped != "" {
+			t.Errorf("stop %q (%q), want %q", r.Stop, r.Stopped, StopTrials)
 		}
 		runs = append(runs, r)
 	}
@@ -184,8 +189,39 @@ func TestRunTooFewSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Trials != 0 || !strings.Contains(r.Stopped, "too few valid samples: 0 of 240 draws") {
-		t.Fatalf("trials %d, stopped %q", r.Trials, r.Stopped)
+	if r.Trials != 0 || !strings.Contains(r.Stopped, "too few valid samples: 0 of 240 draws") || r.Stop != StopTooFew {
+		t.Fatalf("trials %d, stopped %q (%q)", r.Trials, r.Stopped, r.Stop)
+	}
+}
+
+// failingSource is a latency source that fails every program.
+type failingSource struct{}
+
+func (failingSource) Name() string { return "failing" }
+func (failingSource) Latency(context.Context, *lower.Program) (latency.Estimate, error) {
+	return latency.Estimate{}, errors.New("the test's source fails")
+}
+
+// TestRunRecordsFailurePhase: a candidate whose latency cannot be taken is
+// recorded as a failure of the latency phase, with the source's error.
+func TestRunRecordsFailurePhase(t *testing.T) {
+	f := benchFunc(t, "GMM", 0)
+	o := small(t, 5, 1)
+	o.Measure = failingSource{}
+	db := NewMemoryDB()
+	o.DB = db
+	r, err := Run(context.Background(), f, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := db.recs[verdictHash(f)]
+	if r.Trials != 5 || r.Valid != 0 || len(recs) != 5 {
+		t.Fatalf("trials %d, valid %d, records %d; want 5, 0, 5", r.Trials, r.Valid, len(recs))
+	}
+	for _, rec := range recs {
+		if rec.OK || rec.Phase != verdict.PhaseLatency || !strings.Contains(rec.Error, "the test's source fails") {
+			t.Errorf("record ok=%v phase %q error %q: want a latency failure", rec.OK, rec.Phase, rec.Error)
+		}
 	}
 }
 

@@ -96,3 +96,14 @@ func (t *TuneDB) Has(_ context.Context, workload, irHash string) (bool, error) {
 	}
 	return t.hashes[irHash], nil
 }
+
+// TargetConfig is the target config recorded with the tuning records of a
+// search on target (TVM's Target.export() form): the model targets
+// (h100-model, h200-model) model Hopper GPUs (sm_90); a real GPU's ("cuda")
+// architecture is not known here.
+func TargetConfig(target string) json.RawMessage {
+	if target == "cuda" {
+		return json.RawMessage(`{"kind":"cuda"}`)
+	}
+	return json.RawMessage(`{"kind":"cuda","arch":"sm_90"}`)
+}

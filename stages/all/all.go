@@ -5,5 +5,6 @@ package all
 import (
 	_ "dragonx/stages/encode"    // kind "encode"
 	_ "dragonx/stages/exec"      // kind "exec"
+	_ "dragonx/stages/harvest"   // kind "harvest"
 	_ "dragonx/stages/workloads" // kind "workloads"
 )

@@ -156,8 +156,22 @@ func (d *driver) run(ctx context.Context, job *Job) (*Outcome, error) {
 		timer.Reset(d.poll)
 		select {
 		case <-ctx.Done():
+			// Shards that finished before the cancel are kept for the next
+			// run, even if this loop had not looked yet.
+			for i := range inflight {
+				if m, err := ReadMarker(d.dir, i); err == nil && m.ExitCode == 0 {
+					delete(inflight, i)
+				}
+			}
 			if err := stop(); err != nil {
 				fmt.Fprintf(logw, "shards: stopping the tasks: %v\n", err)
+			}
+			// A task signalled by a cancel may still end with exit code 0
+			// (Slurm signals a task's processes one by one: a shell whose
+			// child died first carries on). A shard in flight at the
+			// cancel is never reused: its marker goes.
+			for i := range inflight {
+				_ = os.Remove(MarkerPath(d.dir, i))
 			}
 			return nil, fmt.Errorf("cluster: %d shard(s) stopped: %w", len(inflight), ctx.Err())
 		case <-timer.C:

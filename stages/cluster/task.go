@@ -113,13 +113,13 @@ func RunTask(ctx context.Context, dir string, i int) (*Marker, error) {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(killGrace):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
+		stopGroup(cmd.Process.Pid, done)
+		return nil, fmt.Errorf("cluster: shard %d interrupted: %w", i, ctx.Err())
+	}
+	if ctx.Err() != nil {
+		// Cancelled while the command was ending (scancel signals every
+		// process of the task at once): interrupted, not finished.
+		stopGroup(cmd.Process.Pid, nil)
 		return nil, fmt.Errorf("cluster: shard %d interrupted: %w", i, ctx.Err())
 	}
 	m.End = time.Now().UTC()
@@ -134,6 +134,32 @@ func RunTask(ctx context.Context, dir string, i int) (*Marker, error) {
 		}
 	}
 	return m, writeMarker(dir, m)
+}
+
+// stopGroup stops the process group pgid: SIGTERM, then SIGKILL after
+// killGrace if the leader (done, when not nil) or any member is still
+// there. It returns once the group is empty or killGrace more has passed
+// (a member may stay a zombie until its new parent reaps it).
+func stopGroup(pgid int, done <-chan error) {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	deadline := time.Now().Add(killGrace)
+	if done != nil {
+		select {
+		case <-done:
+		case <-time.After(killGrace):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-done
+		}
+	}
+	for syscall.Kill(-pgid, 0) == nil {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			if time.Now().After(deadline.Add(killGrace)) {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func writeMarker(dir string, m *Marker) error {

@@ -185,6 +185,13 @@ func newEngine(e *env, f *expFlags, cfg *stages.Config, store cache.Store, cache
 		DebugOut:  e.stderr,
 		Host:      host,
 		Tool:      "dragonx " + versionString(),
+		// Sharded stages: work directories by key under the cache
+		// directory (an executor's work_dir overrides it), and this
+		// executable as the Slurm tasks' wrapper.
+		Cluster: stages.ClusterOptions{WorkRoot: filepath.Join(cacheDir, "shards")},
+	}
+	if exe, err := os.Executable(); err == nil {
+		eng.Cluster.Task = clusterTask(exe)
 	}
 	if cfg != nil {
 		out := f.outDir

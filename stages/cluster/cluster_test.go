@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +22,10 @@ const taskEnv = "DRAGONX_CLUSTER_TEST_TASK"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(taskEnv) == "1" {
-		os.Exit(cluster.TaskMain(os.Args[1:]))
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		code := cluster.TaskMain(ctx, os.Args[1:], os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	osexec "os/exec"
-	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -48,7 +49,7 @@ const killGrace = 5 * time.Second
 
 // RunTask runs shard i of the job in the work directory dir: a fresh working
 // directory holding a copy of the seed, a fresh TMPDIR, the command with the
-// Spec's environment plus DRAGONX_SHARD=i and DRAGONX_SHARDS=N, its output in
+// Spec's environment (TMPDIR added unless it has one) plus DRAGONX_SHARD=i and DRAGONX_SHARDS=N, its output in
 // the attempt's log, and then the marker. It returns the marker, or an error
 // when the task could not run at all or ctx was cancelled (then no marker is
 // written: the task did not finish).
@@ -93,8 +94,11 @@ func RunTask(ctx context.Context, dir string, i int) (*Marker, error) {
 	cmd.Dir = work
 	cmd.Stdout = log
 	cmd.Stderr = log
-	cmd.Env = append(append([]string(nil), spec.Env...),
-		"TMPDIR="+tmp,
+	cmd.Env = append([]string(nil), spec.Env...)
+	if !hasVar(spec.Env, "TMPDIR") {
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	}
+	cmd.Env = append(cmd.Env,
 		"DRAGONX_SHARD="+strconv.Itoa(i),
 		"DRAGONX_SHARDS="+strconv.Itoa(spec.Shards))
 	// Its own process group, so that a cancel reaches the whole pipeline;
@@ -162,6 +166,15 @@ func stopGroup(pgid int, done <-chan error) {
 	}
 }
 
+func hasVar(env []string, name string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
 func writeMarker(dir string, m *Marker) error {
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -171,14 +184,15 @@ func writeMarker(dir string, m *Marker) error {
 }
 
 // TaskMain is the body of `dragonx shard-task DIR SHARD`, the wrapper that a
-// cluster node runs for one task. SHARD "" or "-" means the task's index in
-// the Slurm job array ($SLURM_ARRAY_TASK_ID). SIGTERM and SIGINT (scancel,
-// a time limit) stop the command. It returns the process exit status: 0
-// when the marker was written (the command's own status is in it), 1 when
-// the task could not run.
-func TaskMain(args []string) int {
+// cluster node runs for one task. SHARD "-" means the task's index in the
+// Slurm job array ($SLURM_ARRAY_TASK_ID). Cancelling ctx (the caller ties it
+// to SIGTERM and SIGINT: scancel, a time limit) stops the command. It
+// returns the process exit status: 0 when the marker was written (the
+// command's own status is in it), 1 when the task could not run or was
+// stopped, 2 for a bad command line.
+func TaskMain(ctx context.Context, args []string, stderr io.Writer) int {
 	if len(args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: dragonx shard-task WORKDIR SHARD")
+		fmt.Fprintln(stderr, "usage: dragonx shard-task WORKDIR SHARD")
 		return 2
 	}
 	dir, idx := args[0], args[1]
@@ -187,13 +201,11 @@ func TaskMain(args []string) int {
 	}
 	i, err := strconv.Atoi(idx)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "dragonx shard-task: invalid shard %q (and no SLURM_ARRAY_TASK_ID)\n", idx)
+		fmt.Fprintf(stderr, "dragonx shard-task: invalid shard %q (and no SLURM_ARRAY_TASK_ID)\n", idx)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	if _, err := RunTask(ctx, dir, i); err != nil {
-		fmt.Fprintf(os.Stderr, "dragonx shard-task: %v\n", err)
+		fmt.Fprintf(stderr, "dragonx shard-task: %v\n", err)
 		return 1
 	}
 	return 0

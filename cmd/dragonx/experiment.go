@@ -190,7 +190,10 @@ func newEngine(e *env, f *expFlags, cfg *stages.Config, store cache.Store, cache
 		// executable as the Slurm tasks' wrapper.
 		Cluster: stages.ClusterOptions{WorkRoot: filepath.Join(cacheDir, "shards")},
 	}
-	if exe, err := os.Executable(); err == nil {
+	if exe := e.getenv("DRAGONX_SHARD_TASK_BIN"); exe != "" {
+		// Where the nodes find dragonx, when not at this executable's path.
+		eng.Cluster.Task = clusterTask(exe)
+	} else if exe, err := os.Executable(); err == nil {
 		eng.Cluster.Task = clusterTask(exe)
 	}
 	if cfg != nil {

@@ -268,7 +268,6 @@ func (d *driver) run(ctx context.Context, job *Job) (*Outcome, error) {
 	if len(failures) > 0 {
 		return nil, failureError(failures, n)
 	}
-	report(0, 0)
 	return out, nil
 }
 

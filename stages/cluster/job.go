@@ -141,6 +141,9 @@ func prepare(dir string, job *Job) error {
 	}
 	want = append(want, '\n')
 	if have, err := os.ReadFile(specPath(dir)); err == nil && !bytes.Equal(have, want) {
+		if job.Log != nil {
+			fmt.Fprintf(job.Log, "shards: %s held the shards of another command; cleared\n", dir)
+		}
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("cluster: clearing the work directory of another job: %w", err)
 		}

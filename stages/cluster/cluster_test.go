@@ -47,25 +47,31 @@ func newExec(t *testing.T, name string) testEnv {
 		}}
 	case "slurm":
 		c := slurmtest.StartT(t, slurmtest.Options{OverSubscribe: 4})
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return testEnv{slurm: c, mk: func(dir string) cluster.Executor {
-			s, err := cluster.NewSlurm(cluster.SlurmConfig{
-				Dir:  dir,
-				Task: []string{"/usr/bin/env", taskEnv + "=1", self},
-				Env:  c.Env,
-				Poll: 100 * time.Millisecond,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}}
+		return testEnv{slurm: c, mk: slurmExecutor(t, c)}
 	}
 	t.Fatalf("no executor %q", name)
 	return testEnv{}
+}
+
+// slurmExecutor makes Slurm executors on c whose tasks run this test
+// binary as the wrapper.
+func slurmExecutor(t testing.TB, c *slurmtest.Cluster) func(dir string) cluster.Executor {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(dir string) cluster.Executor {
+		s, err := cluster.NewSlurm(cluster.SlurmConfig{
+			Dir:  dir,
+			Task: []string{"/usr/bin/env", taskEnv + "=1", self},
+			Env:  c.Env,
+			Poll: 100 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
 }
 
 func spec(n int, script string) cluster.Spec {

@@ -70,7 +70,7 @@ func load(t *testing.T, src string) *stages.Config {
 	return cfg
 }
 
-func engine(t *testing.T, c *slurmtest.Cluster) *stages.Engine {
+func engine(t testing.TB, c *slurmtest.Cluster) *stages.Engine {
 	t.Helper()
 	root := t.TempDir()
 	e := &stages.Engine{

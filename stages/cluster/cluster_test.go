@@ -270,3 +270,29 @@ func sleepers() []string {
 	}
 	return out
 }
+
+// TestSlurmSubmitError: sbatch's refusal fails the job with sbatch's words.
+func TestSlurmSubmitError(t *testing.T) {
+	t.Parallel()
+	c := slurmtest.StartT(t, slurmtest.Options{})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := cluster.NewSlurm(cluster.SlurmConfig{
+		Dir:       filepath.Join(t.TempDir(), "job"),
+		Partition: "nope",
+		Task:      []string{"/usr/bin/env", taskEnv + "=1", self},
+		Env:       c.Env,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ex.Run(context.Background(), &cluster.Job{Spec: spec(2, "true")})
+	if err == nil || !strings.Contains(err.Error(), "submitting the job array") || !strings.Contains(err.Error(), "invalid partition") {
+		t.Fatalf("error %v; want sbatch's refusal of the partition", err)
+	}
+	if rows, err := c.Jobs(context.Background()); err != nil || len(rows) > 0 {
+		t.Errorf("squeue: %v, %v", rows, err)
+	}
+}

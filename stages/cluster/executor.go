@@ -55,8 +55,10 @@ type driver struct {
 	// it counts as lost (a marker written on another node may take a moment
 	// to appear on a network file system).
 	lostGrace time.Duration
-	// maxLiveErrors consecutive failures of live() fail the job.
-	maxLiveErrors int
+	// liveErrorBudget is how long live() may fail without a success in
+	// between before the job fails (a busy slurmctld may not answer for a
+	// while); 0 fails at the first error.
+	liveErrorBudget time.Duration
 }
 
 type shardFailure struct {
@@ -141,11 +143,14 @@ func (d *driver) run(ctx context.Context, job *Job) (*Outcome, error) {
 	}
 	var failures []shardFailure
 	unseen := map[int]time.Time{} // when a shard was first seen neither live nor marked
-	liveErrors := 0
+	var liveErrorsSince time.Time // first failure of live() since its last success
 	report := func(pending, running int) {
 		note := fmt.Sprintf("running %d, pending %d", running, pending)
 		if r := out.Attempts - len(todo); r > 0 {
 			note += fmt.Sprintf(", retried %d", r)
+		}
+		if out.Reused > 0 {
+			note += fmt.Sprintf(", %d reused", out.Reused)
 		}
 		rep.Report(progress.Event{Done: int64(ndone), Total: int64(n), Unit: "shards", Note: note})
 	}
@@ -219,14 +224,16 @@ func (d *driver) run(ctx context.Context, job *Job) (*Outcome, error) {
 				if ctx.Err() != nil {
 					continue
 				}
-				liveErrors++
 				fmt.Fprintf(logw, "shards: reading the task states: %v\n", err)
-				if liveErrors >= d.maxLiveErrors {
-					return nil, fmt.Errorf("cluster: cannot read the task states %d times in a row: %w", liveErrors, err)
+				if liveErrorsSince.IsZero() {
+					liveErrorsSince = time.Now()
+				}
+				if time.Since(liveErrorsSince) >= d.liveErrorBudget {
+					return nil, fmt.Errorf("cluster: cannot read the task states (for %v): %w", time.Since(liveErrorsSince).Round(time.Second), err)
 				}
 				continue
 			}
-			liveErrors = 0
+			liveErrorsSince = time.Time{}
 			now := time.Now()
 			for _, i := range sortedKeys(inflight) {
 				switch {

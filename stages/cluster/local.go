@@ -50,7 +50,7 @@ func (l *Local) Run(ctx context.Context, job *Job) (*Outcome, error) {
 		state:   map[int]int{},
 		lastErr: map[int]error{},
 	}
-	d := &driver{dir: l.cfg.Dir, b: b, maxAttempts: l.cfg.MaxAttempts, poll: 20 * time.Millisecond, maxLiveErrors: 1}
+	d := &driver{dir: l.cfg.Dir, b: b, maxAttempts: l.cfg.MaxAttempts, poll: 20 * time.Millisecond}
 	return d.run(ctx, job)
 }
 

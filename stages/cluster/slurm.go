@@ -82,7 +82,7 @@ func (s *Slurm) Run(ctx context.Context, job *Job) (*Outcome, error) {
 	// Tasks of an earlier run that was killed before it could scancel them
 	// would race with this run's tasks on the same shard directories.
 	b.cancelStale()
-	d := &driver{dir: s.cfg.Dir, b: b, maxAttempts: s.cfg.MaxAttempts, poll: s.cfg.Poll, lostGrace: 3 * time.Second, maxLiveErrors: 10}
+	d := &driver{dir: s.cfg.Dir, b: b, maxAttempts: s.cfg.MaxAttempts, poll: s.cfg.Poll, lostGrace: 3 * time.Second, liveErrorBudget: 2 * time.Minute}
 	return d.run(ctx, job)
 }
 

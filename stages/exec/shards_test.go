@@ -178,6 +178,31 @@ func TestExecutorBlockDecoded(t *testing.T) {
 	}
 }
 
+// TestExecutorPerInstance: a for_each stage's executor may use each.*.
+func TestExecutorPerInstance(t *testing.T) {
+	cfg := load(t, `
+stage "sweep" {
+  kind     = "exec"
+  for_each = { a = "short", b = "long" }
+  shards   = 2
+  command  = "echo ${each.key} > out.txt"
+  outputs  = { out = "out.txt" }
+  executor "slurm" {
+    partition = each.value
+  }
+}
+`)
+	for key, want := range map[string]string{"a": "short", "b": "long"} {
+		inst := cfg.Instance(stages.Addr{Name: "sweep", Key: key, Keyed: true})
+		if inst == nil {
+			t.Fatalf("no instance %s", key)
+		}
+		if got := cfg.ExecutorOf(inst); got == nil || got.Partition != want {
+			t.Errorf("instance %s: executor %+v, want partition %s", key, got, want)
+		}
+	}
+}
+
 func readOut(t *testing.T, e *stages.Engine, rel string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(e.OutDir, filepath.FromSlash(rel)))

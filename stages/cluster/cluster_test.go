@@ -296,3 +296,61 @@ func TestSlurmSubmitError(t *testing.T) {
 		t.Errorf("squeue: %v, %v", rows, err)
 	}
 }
+
+// TestSlurmTaskCancelledOutside: a task scancelled by someone else fails
+// its shard (killed, or lost without a marker); with no retry left the job
+// fails saying what Slurm knows of it.
+func TestSlurmTaskCancelledOutside(t *testing.T) {
+	t.Parallel()
+	c := slurmtest.StartT(t, slurmtest.Options{OverSubscribe: 4})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := cluster.NewSlurm(cluster.SlurmConfig{
+		Dir:         filepath.Join(t.TempDir(), "job"),
+		Task:        []string{"/usr/bin/env", taskEnv + "=1", self},
+		Env:         c.Env,
+		MaxAttempts: 1,
+		Poll:        100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := ex.Run(context.Background(), &cluster.Job{Spec: spec(2, `if [ "$DRAGONX_SHARD" = 1 ]; then exec sleep 58.75; fi`)})
+		errc <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		rows, err := c.Jobs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 1 && strings.HasSuffix(rows[0], "_1 RUNNING") {
+			id, _, _ := strings.Cut(rows[0], " ")
+			if _, err := c.Command(ctx, "scancel", id); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("shard 1 does not run: %v", rows)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	err = <-errc
+	if err == nil {
+		t.Fatal("the job succeeded")
+	}
+	// The task's shell may die of scancel's SIGTERM before the wrapper
+	// does (then its marker says so) or after (then there is none).
+	for _, want := range []string{"shard 1 of 2 failed after 1 attempt(s)", "Slurm says CANCELLED"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q:\n%v", want, err)
+		}
+	}
+	t.Logf("error: %v", err)
+}

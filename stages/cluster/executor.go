@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"dragonx/internal/progress"
@@ -37,8 +38,9 @@ type backend interface {
 	submit(ctx context.Context, shards []int) error
 	// live returns the submitted shards still queued and running.
 	live(ctx context.Context) (pending, running map[int]bool, err error)
-	// lostReason says why shard i may have ended without a marker ("" if
-	// unknown).
+	// lostReason says what the executor knows of shard i's last task, for
+	// a task that ended without a marker or was killed by a signal ("" if
+	// nothing).
 	lostReason(i int) string
 	// stop cancels every task submitted and waits until none is left.
 	stop() error
@@ -193,6 +195,14 @@ func (d *driver) run(ctx context.Context, job *Job) (*Outcome, error) {
 			f := shardFailure{shard: i, attempts: attempts[i], log: LogPath(d.dir, i, attempts[i])}
 			if m != nil {
 				f.why = fmt.Sprintf("exit status %d (attempt %d on %s)", m.ExitCode, m.Attempt, m.Host)
+				if sig := m.ExitCode - 128; sig > 0 && sig < 65 {
+					// Killed by a signal: ask the executor why (a time
+					// limit, a cancel, memory).
+					f.why += fmt.Sprintf(", killed by signal %d (%v)", sig, syscall.Signal(sig))
+					if r := d.b.lostReason(i); r != "" {
+						f.why += "; " + r
+					}
+				}
 			} else {
 				f.why = fmt.Sprintf("the task ended without a completion marker (attempt %d: cancelled, killed, out of time or memory, or a node failure)", attempts[i])
 				if r := d.b.lostReason(i); r != "" {

@@ -56,3 +56,13 @@ func TestJobName(t *testing.T) {
 		t.Errorf("jobName = %q", got)
 	}
 }
+
+func TestParseScontrol(t *testing.T) {
+	out := "JobId=31 ArrayJobId=30 ArrayTaskId=1 JobName=x JobState=TIMEOUT Reason=TimeLimit Dependency=(null) ExitCode=0:15\n"
+	if got, want := parseScontrol(out), "TIMEOUT (TimeLimit), exit code 0:15 (scontrol)"; got != want {
+		t.Errorf("parseScontrol = %q, want %q", got, want)
+	}
+	if got := parseScontrol("slurm_load_jobs error: Invalid job id specified\n"); got != "" {
+		t.Errorf("parseScontrol of an error = %q", got)
+	}
+}

@@ -258,23 +258,81 @@ func parseSqueue(out string, arrays map[string][]int) (pending, running map[int]
 	return pending, running, nil
 }
 
+// lostReason says what Slurm knows of shard i's last task: its state and
+// exit code from sacct where accounting works, else from scontrol (which
+// knows a job until MinJobAge after its end), and the tail of Slurm's own
+// output of the task.
 func (b *slurmBackend) lostReason(i int) string {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	for k := len(b.order) - 1; k >= 0; k-- {
-		id := b.order[k]
-		for _, s := range b.arrays[id] {
-			if s != i {
-				continue
+	id := ""
+	for k := len(b.order) - 1; k >= 0 && id == ""; k-- {
+		for _, s := range b.arrays[b.order[k]] {
+			if s == i {
+				id = b.order[k]
+				break
 			}
-			p := filepath.Join(b.slurmDir(), fmt.Sprintf("%s_%d.out", id, i))
-			if t := tail(p, 5); t != "" {
-				return fmt.Sprintf("Slurm's output of task %s_%d (%s) ends with: %s", id, i, p, strings.ReplaceAll(t, "\n", " | "))
-			}
-			return fmt.Sprintf("Slurm task %s_%d", id, i)
 		}
 	}
-	return ""
+	b.mu.Unlock()
+	if id == "" {
+		return ""
+	}
+	task := fmt.Sprintf("%s_%d", id, i)
+	var parts []string
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if st := b.accountedState(ctx, task); st != "" {
+		parts = append(parts, "Slurm says "+st)
+	}
+	p := filepath.Join(b.slurmDir(), task+".out")
+	if t := tail(p, 5); t != "" {
+		parts = append(parts, fmt.Sprintf("Slurm's output of task %s (%s) ends with: %s", task, p, strings.ReplaceAll(t, "\n", " | ")))
+	}
+	if len(parts) == 0 {
+		return "Slurm task " + task
+	}
+	return strings.Join(parts, "; ")
+}
+
+// accountedState returns "STATE, exit code X:Y" of an array task, or "".
+func (b *slurmBackend) accountedState(ctx context.Context, task string) string {
+	// sacct needs slurmdbd; without it, it fails ("accounting storage is
+	// disabled") and scontrol answers instead.
+	if out, err := b.command(ctx, "sacct", "-n", "-P", "-X", "-j", task, "-o", "State,ExitCode"); err == nil {
+		if line, _, _ := strings.Cut(strings.TrimSpace(out), "\n"); line != "" {
+			if state, code, ok := strings.Cut(line, "|"); ok {
+				return fmt.Sprintf("%s, exit code %s (sacct)", state, code)
+			}
+		}
+	}
+	out, err := b.command(ctx, "scontrol", "show", "job", "-o", task)
+	if err != nil {
+		return ""
+	}
+	return parseScontrol(out)
+}
+
+// parseScontrol picks JobState, Reason and ExitCode out of one line of
+// `scontrol show job -o`.
+func parseScontrol(out string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	fields := map[string]string{}
+	for _, f := range strings.Fields(line) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			fields[k] = v
+		}
+	}
+	if fields["JobState"] == "" {
+		return ""
+	}
+	s := fields["JobState"]
+	if r := fields["Reason"]; r != "" && r != "None" {
+		s += " (" + r + ")"
+	}
+	if c := fields["ExitCode"]; c != "" {
+		s += ", exit code " + c
+	}
+	return s + " (scontrol)"
 }
 
 // stop scancels every array of this run and waits (at most 30 s) until

@@ -51,6 +51,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# Slurm and munge for the Slurm executor's tests (never fails setup: where
+# they cannot be installed, those tests skip).
+scripts/slurm-packages.sh
+
 # The gotch compatibility copy that go.mod's replace points to. It comes
 # first: until it exists, go.mod's replace names a missing directory and
 # `go mod download` fails.

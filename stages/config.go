@@ -33,6 +33,9 @@ type Config struct {
 	Graph *dag.Graph
 	// Cache holds the experiment's cache block, if any.
 	Cache *CacheBlock
+	// Executor is the experiment's default executor block, if any: where
+	// the shards of sharded stages run unless a stage has its own.
+	Executor *ExecutorSpec
 
 	byAddr map[string]*Instance
 	// stageBase is the evaluation context of stage envelopes and bodies
@@ -48,6 +51,9 @@ type Instance struct {
 	DeclRange hcl.Range
 	// Deps are the instances this one references, sorted by address.
 	Deps []Addr
+	// Executor is the stage's own executor block, or nil (then the
+	// experiment's applies: Config.ExecutorOf). Never part of the key.
+	Executor *ExecutorSpec
 }
 
 // Instance returns the instance at a, or nil.
@@ -87,6 +93,7 @@ var topSchema = &hcl.BodySchema{
 		{Type: "locals"},
 		{Type: "stage", LabelNames: []string{"name"}},
 		{Type: "cache"},
+		executorBlockSchema,
 	},
 }
 
@@ -103,6 +110,7 @@ var stageEnvelopeSchema = &hcl.BodySchema{
 		{Name: "kind", Required: true},
 		{Name: "for_each"},
 	},
+	Blocks: []hcl.BlockHeaderSchema{executorBlockSchema},
 }
 
 var cacheSchema = &hcl.BodySchema{
@@ -117,7 +125,8 @@ type stageDecl struct {
 	name      string
 	kind      Kind
 	block     *hcl.Block
-	body      hcl.Body // the block body without kind and for_each
+	body      hcl.Body // the block body without kind, for_each and executor
+	executor  *hcl.Block
 	forEach   map[string]cty.Value
 	hasEach   bool
 	refs      []stageRef
@@ -182,8 +191,9 @@ func LoadSource(path string, src []byte, opts LoadOptions) (*Config, hcl.Diagnos
 	diags = append(diags, c.assignVariables(parser, opts)...)
 	// Phase 2: locals.
 	diags = append(diags, c.decodeLocals(content.Blocks)...)
-	// Phase 3: cache block.
+	// Phase 3: cache and executor blocks.
 	diags = append(diags, c.decodeCache(content.Blocks)...)
+	diags = append(diags, c.decodeDefaultExecutor(content.Blocks)...)
 	if diags.HasErrors() {
 		// Stages depend on variables and locals; decoding them now would
 		// report consequences rather than causes.
@@ -535,6 +545,29 @@ func (c *Config) decodeCache(blocks hcl.Blocks) hcl.Diagnostics {
 	return diags
 }
 
+func (c *Config) decodeDefaultExecutor(blocks hcl.Blocks) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	var first *hcl.Block
+	for _, b := range blocks.OfType("executor") {
+		if first != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Duplicate executor block",
+				Detail:   fmt.Sprintf("The experiment's default executor was already given at %s. Keep one; a stage may override it with an executor block of its own.", first.DefRange),
+				Subject:  b.DefRange.Ptr(),
+			})
+			continue
+		}
+		first = b
+		spec, d := decodeExecutor(b, c.baseEval(), c.Dir)
+		diags = append(diags, d...)
+		if spec != nil && !d.HasErrors() {
+			c.Executor = spec
+		}
+	}
+	return diags
+}
+
 func (c *Config) decodeStageEnvelopes(blocks hcl.Blocks) (map[string]*stageDecl, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	decls := map[string]*stageDecl{}
@@ -582,6 +615,19 @@ func (c *Config) decodeStageEnvelopes(blocks hcl.Blocks) (map[string]*stageDecl,
 				sd.broken = true
 			}
 			sd.kind = k
+		}
+		for _, eb := range content.Blocks.OfType("executor") {
+			if sd.executor != nil {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Duplicate executor block",
+					Detail:   fmt.Sprintf("Stage %q already has an executor block at %s. A stage runs on one executor.", name, sd.executor.DefRange),
+					Subject:  eb.DefRange.Ptr(),
+				})
+				sd.broken = true
+				continue
+			}
+			sd.executor = eb
 		}
 		if a, ok := content.Attributes["for_each"]; ok {
 			fe, d := c.decodeForEach(a)
@@ -735,6 +781,11 @@ func collectRefs(sd *stageDecl, decls map[string]*stageDecl) ([]stageRef, hcl.Di
 			visitExpr(b.Attributes[n].Expr)
 		}
 		for _, blk := range b.Blocks {
+			if top && blk.Type == "executor" {
+				// Decoded by the engine; stage references there are
+				// reported by decodeExecutor.
+				continue
+			}
 			visitBody(blk.Body, false)
 		}
 	}

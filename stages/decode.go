@@ -113,13 +113,20 @@ func (c *Config) decodeStages(decls map[string]*stageDecl) hcl.Diagnostics {
 					"value": sd.forEach[key],
 				})
 			}
+			var exec *ExecutorSpec
+			execOK := true
+			if sd.executor != nil {
+				spec, d := decodeExecutor(sd.executor, ev, c.Dir)
+				diags = append(diags, d...)
+				exec, execOK = spec, !d.HasErrors()
+			}
 			dc := &DecodeContext{Eval: ev, Dir: c.Dir, Addr: addr, DeclRange: sd.declRange}
 			st, d := sd.kind.Decode(sd.body, dc)
 			diags = append(diags, d...)
-			if d.HasErrors() || st == nil {
+			if d.HasErrors() || st == nil || !execOK {
 				continue
 			}
-			inst := &Instance{Addr: addr, Kind: sd.kind, Stage: st, DeclRange: sd.declRange}
+			inst := &Instance{Addr: addr, Kind: sd.kind, Stage: st, DeclRange: sd.declRange, Executor: exec}
 			inst.Deps = instanceDeps(sd.refs, decoded, st)
 			instances[key] = inst
 		}

@@ -110,6 +110,8 @@ type Engine struct {
 	// Warn receives warnings for a person (remote trouble), one call at a
 	// time; nil drops them.
 	Warn func(msg string)
+	// Cluster is how sharded stages' executors are built (RunContext.Shards).
+	Cluster ClusterOptions
 }
 
 func (e *Engine) now() time.Time {

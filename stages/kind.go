@@ -14,6 +14,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"dragonx/internal/progress"
+	"dragonx/stages/cluster"
 )
 
 // Kind is a stage kind: a named, versioned recipe that decodes its own HCL
@@ -103,6 +104,11 @@ type RunContext struct {
 	StateDir string
 	// Key is the stage key (hex), for naming and logs.
 	Key string
+	// Shards returns the executor that runs this stage's shards (the
+	// stage's executor block, else the experiment's, else local), bound to
+	// the stage key's work directory. Only sharded stages call it. nil when
+	// the engine offers none.
+	Shards func() (cluster.Executor, error)
 }
 
 var registry = struct {

@@ -15,6 +15,7 @@ import (
 
 	"dragonx/cache"
 	"dragonx/internal/progress"
+	"dragonx/stages/cluster"
 )
 
 // Run brings the selected stages up to date: each stage whose key has a
@@ -344,6 +345,9 @@ func (r *runner) execute(ctx context.Context, inst *Instance, res *Result, diges
 		Log:      logW,
 		Progress: &stageProgress{
 			addr: inst.Addr, ui: e.UI, log: logW, start: start, now: e.now,
+		},
+		Shards: func() (cluster.Executor, error) {
+			return e.shardExecutor(r.cfg.ExecutorOf(inst), res.Key.String())
 		},
 		Materialize: func(ctx context.Context, name, dst string) error {
 			in, ok := inputs[name]

@@ -185,6 +185,16 @@ func newEngine(e *env, f *expFlags, cfg *stages.Config, store cache.Store, cache
 		DebugOut:  e.stderr,
 		Host:      host,
 		Tool:      "dragonx " + versionString(),
+		// Sharded stages: work directories by key under the cache
+		// directory (an executor's work_dir overrides it), and this
+		// executable as the Slurm tasks' wrapper.
+		Cluster: stages.ClusterOptions{WorkRoot: filepath.Join(cacheDir, "shards")},
+	}
+	if exe := e.getenv("DRAGONX_SHARD_TASK_BIN"); exe != "" {
+		// Where the nodes find dragonx, when not at this executable's path.
+		eng.Cluster.Task = clusterTask(exe)
+	} else if exe, err := os.Executable(); err == nil {
+		eng.Cluster.Task = clusterTask(exe)
 	}
 	if cfg != nil {
 		out := f.outDir

@@ -138,6 +138,9 @@ func dispatch(ctx context.Context, e *env, args []string) int {
 		}
 		return exitOK
 	}
+	if args[0] == shardTaskCommand {
+		return runShardTask(ctx, e, args[1:])
+	}
 	c := lookup(args[0])
 	if c == nil {
 		fmt.Fprintf(e.stderr, "dragonx: unknown command %q\nRun 'dragonx help' for the list of commands.\n", args[0])

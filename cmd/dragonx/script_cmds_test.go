@@ -4,21 +4,27 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"dragonx/internal/nginxtest"
+	"dragonx/stages/cluster/slurmtest"
 )
 
 // scriptCondition answers the scripts' custom conditions: [nginx] holds
-// when nginx is installed (the remote-cache scripts need it).
+// when nginx is installed (the remote-cache scripts need it), [slurm] when
+// a test Slurm cluster can run (packages installed, root).
 func scriptCondition(cond string) (bool, error) {
 	switch cond {
 	case "nginx":
 		return nginxtest.Binary() != "", nil
+	case "slurm":
+		return slurmtest.SkipReason() == "", nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }
@@ -72,6 +78,46 @@ func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 			ts.Setenv("NGINX_PID", strconv.Itoa(st.s.PID()))
 		},
 		// waitfile FILE [SECONDS]: wait until FILE exists (a stage started).
+		// slurm start|empty: start sets SLURM_CONF to a real one-node Slurm
+		// cluster of the script's own (stopped by its PIDs at the script's
+		// end) and DRAGONX_SHARD_TASK_BIN to the dragonx on PATH (the test
+		// binary under that name); empty checks that squeue lists no job.
+		"slurm": func(ts *testscript.TestScript, neg bool, args []string) {
+			if len(args) != 1 || neg {
+				ts.Fatalf("usage: slurm start|empty")
+			}
+			switch args[0] {
+			case "start":
+				// A short directory: munge's socket path must stay under
+				// 108 bytes.
+				dir, err := os.MkdirTemp("", "slurmtest-")
+				ts.Check(err)
+				c, err := slurmtest.Start(dir, slurmtest.Options{OverSubscribe: 4})
+				if err != nil {
+					os.RemoveAll(dir)
+					ts.Fatalf("%v", err)
+				}
+				ts.Defer(func() {
+					if err := c.Stop(); err != nil {
+						ts.Logf("stopping Slurm: %v", err)
+					}
+					os.RemoveAll(dir)
+				})
+				ts.Setenv("SLURM_CONF", c.Conf)
+				bin, err := lookPathIn("dragonx", ts.Getenv("PATH"))
+				ts.Check(err)
+				ts.Setenv("DRAGONX_SHARD_TASK_BIN", bin)
+			case "empty":
+				cmd := exec.Command("squeue", "-h", "-r", "-o", "%i %T")
+				cmd.Env = append(os.Environ(), "SLURM_CONF="+ts.Getenv("SLURM_CONF"))
+				out, err := cmd.CombinedOutput()
+				if err != nil || strings.TrimSpace(string(out)) != "" {
+					ts.Fatalf("squeue: %v: %s", err, out)
+				}
+			default:
+				ts.Fatalf("usage: slurm start|empty")
+			}
+		},
 		"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {
 			if len(args) < 1 || len(args) > 2 {
 				ts.Fatalf("usage: waitfile FILE [SECONDS]")
@@ -169,4 +215,15 @@ func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 			fmt.Fprintf(ts.Stdout(), "%d\n", len(m))
 		},
 	}
+}
+
+// lookPathIn finds an executable in the directories of path (a PATH value).
+func lookPathIn(name, path string) (string, error) {
+	for _, d := range filepath.SplitList(path) {
+		p := filepath.Join(d, name)
+		if info, err := os.Stat(p); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not on PATH", name)
 }

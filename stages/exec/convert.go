@@ -6,3 +6,5 @@ import (
 )
 
 func convertString(v cty.Value) (cty.Value, error) { return convert.Convert(v, cty.String) }
+
+func convertNumber(v cty.Value) (cty.Value, error) { return convert.Convert(v, cty.Number) }

@@ -58,6 +58,7 @@ var schema = &hcl.BodySchema{
 		{Name: "inputs"},
 		{Name: "outputs"},
 		{Name: "env"},
+		{Name: "shards"},
 	},
 }
 
@@ -70,6 +71,8 @@ type Stage struct {
 	outputs []stages.OutputDecl
 	env     map[string]string
 	params  []stages.Param
+	// shards is N for a sharded stage (shards = N), 0 otherwise.
+	shards int
 	// killGrace is how long an interrupted command gets between SIGTERM
 	// and SIGKILL.
 	killGrace time.Duration
@@ -106,6 +109,15 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		}
 	}
 	diags = append(diags, s.checkPaths(content)...)
+	var shardsVal cty.Value = cty.NilVal
+	if a, ok := content.Attributes["shards"]; ok {
+		v, d := a.Expr.Value(dc.Eval)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			shardsVal = v
+			diags = append(diags, s.decodeShards(a, v)...)
+		}
+	}
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -121,6 +133,16 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		prm, err := stages.CtyParam(p.name, p.v)
 		if err != nil {
 			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + p.name, Detail: err.Error() + ".", Subject: dc.DeclRange.Ptr()})
+		}
+		s.params = append(s.params, prm)
+	}
+	// The command sees DRAGONX_SHARD and DRAGONX_SHARDS, so the count is
+	// a parameter; it is added only when given, so that the keys of
+	// unsharded stages stay as they were.
+	if shardsVal != cty.NilVal {
+		prm, err := stages.CtyParam("shards", shardsVal)
+		if err != nil {
+			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid shards", Detail: err.Error() + ".", Subject: dc.DeclRange.Ptr()})
 		}
 		s.params = append(s.params, prm)
 	}
@@ -319,8 +341,13 @@ func (s *Stage) Outputs() []stages.OutputDecl {
 	return out
 }
 
-// Run places the inputs, runs the command and checks the outputs exist.
+// Run places the inputs, runs the command and checks the outputs exist; a
+// sharded stage runs it once per shard on its executor and merges the
+// shards' outputs.
 func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
+	if s.shards > 0 {
+		return s.runSharded(ctx, rc)
+	}
 	for _, in := range s.inputs {
 		dst := filepath.Join(rc.Dir, filepath.FromSlash(in.Name))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -389,12 +416,16 @@ func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
 	return nil
 }
 
+// environ is the command's environment, sorted. tmp is TMPDIR ("": none,
+// for the shard wrapper sets its own), unless env sets it.
 func (s *Stage) environ(tmp string) []string {
 	env := map[string]string{
 		"PATH":          os.Getenv("PATH"),
 		"HOME":          os.Getenv("HOME"),
-		"TMPDIR":        tmp,
 		"DRAGONX_STAGE": s.addr.String(),
+	}
+	if tmp != "" {
+		env["TMPDIR"] = tmp
 	}
 	if env["PATH"] == "" {
 		env["PATH"] = "/usr/local/bin:/usr/bin:/bin"

@@ -1,0 +1,111 @@
+# The pipeline of "How to Train Your Little Dragon" (shared/paper/abstract.txt):
+# harvest schedule scripts from compiler search, encode them, and fine-tune a
+# small language model (the little dragon) to write and refine them.
+#
+#   dragonx run experiments/paper.hcl                    # scale "small": make run, one 2-core machine
+#   dragonx run -var scale=smoke experiments/paper.hcl   # every stage tiny: make test
+#   dragonx plan -var scale=paper experiments/paper.hcl  # the paper's sizes: a cluster and a GPU
+#
+#   workloads ──> harvest ──> encode ──> sft
+#
+# Every output format is in docs/pipeline.md; the sizes below are explained
+# (and were measured) in its section "Scales". Latencies come from the analytic
+# GPU model (target "h100-model": labelled model:h100, an estimate, never a
+# measurement) unless harvest's target is "cuda" on a machine with a GPU.
+# Outputs land in out/<stage>/ at the repository root.
+
+variable "scale" {
+  type        = string
+  default     = "small"
+  description = "smoke (tests: minutes), small (one 2-core machine: under 45 minutes), paper (the paper's sizes: a cluster and a GPU)"
+}
+
+locals {
+  # The sizes of each scale: one row per knob, one column per scale.
+  #
+  #                      smoke    small     paper
+  sizes = {
+    workloads     = { smoke = 24, small = 1000, paper = 54116 } # corpus size, both splits
+    test_fraction = { smoke = 0.3, small = 0.1, paper = 0.05 }  # share of non-benchmark workloads held out
+    benchmarks    = { smoke = false, small = true, paper = true } # the 52 benchmark shapes (held out)
+    trials        = { smoke = 12, small = 32, paper = 1000 }    # measured candidates per workload
+    cost_model    = { smoke = "random", small = "random", paper = "gbt" }
+    pairs         = { smoke = 2, small = 2, paper = 1 }         # refinement pairs per workload
+    shards        = { smoke = 2, small = 2, paper = 512 }       # harvest workers (not in any key)
+    layers        = { smoke = 1, small = 4, paper = 12 }
+    width         = { smoke = 64, small = 256, paper = 768 }
+    heads         = { smoke = 4, small = 8, paper = 12 }
+    context       = { smoke = 1280, small = 1280, paper = 2048 }
+    steps         = { smoke = 20, small = 1200, paper = 60000 }
+    batch         = { smoke = 4, small = 8, paper = 64 }
+    lr            = { smoke = 3e-3, small = 1e-3, paper = 3e-4 }
+    warmup        = { smoke = 5, small = 100, paper = 2000 }
+    eval_tasks    = { smoke = 4, small = 20, paper = 102 }      # greedy held-out samples per task kind
+    max_new       = { smoke = 64, small = 640, paper = 1024 }
+  }
+  s = { for k, v in local.sizes : k => v[var.scale] }
+}
+
+stage "workloads" {
+  kind          = "workloads"
+  count         = local.s.workloads
+  seed          = 1
+  test_fraction = local.s.test_fraction
+  benchmarks    = local.s.benchmarks
+}
+
+stage "harvest" {
+  kind      = "harvest"
+  workloads = stage.workloads.out.workloads
+  target    = "h100-model"
+  trials    = local.s.trials
+  seed      = 1
+  shards    = local.s.shards
+  search {
+    cost_model = local.s.cost_model
+  }
+  dataset {
+    pairs             = local.s.pairs
+    test_construction = 102
+    test_refinement   = 170
+  }
+}
+
+stage "encode" {
+  kind              = "encode"
+  construction      = stage.harvest.out.construction
+  refinement        = stage.harvest.out.refinement
+  test_construction = stage.harvest.out.test_construction
+  test_refinement   = stage.harvest.out.test_refinement
+}
+
+stage "sft" {
+  kind       = "sft"
+  train      = stage.encode.out.train
+  heldout    = stage.encode.out.heldout
+  vocab      = stage.encode.out.vocab
+  seed       = 1
+  threads    = 2
+  validation = 0.05
+  overlong   = "drop"
+  model {
+    layers  = local.s.layers
+    width   = local.s.width
+    heads   = local.s.heads
+    context = local.s.context
+    dropout = 0.1
+  }
+  optimizer {
+    steps  = local.s.steps
+    batch  = local.s.batch
+    lr     = local.s.lr
+    min_lr = local.s.lr / 10
+    warmup = local.s.warmup
+  }
+  eval {
+    tasks   = local.s.eval_tasks
+    max_new = local.s.max_new
+    numeric = true
+    target  = "h100-model"
+  }
+}

@@ -4,4 +4,5 @@ package all
 
 import (
 	_ "dragonx/stages/exec" // kind "exec"
+	_ "dragonx/stages/sft"  // kind "sft"
 )

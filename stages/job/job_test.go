@@ -282,4 +282,3 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
-

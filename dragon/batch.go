@@ -19,10 +19,20 @@ type Example struct {
 const ignoreLabel = -100
 
 // checkExamples reports the first example that cannot be trained on with
-// cfg: an empty target, a token outside the vocabulary, or a sequence longer
-// than the context (the model reads len(prompt)+len(target)-1 tokens).
+// cfg: an empty prompt, an empty target, a token outside the vocabulary, or
+// a sequence longer than the context (the model reads
+// len(prompt)+len(target)-1 tokens).
+//
+// An empty prompt is refused: position 0 would have to predict the first
+// target token from nothing, and a causal LM has no position before the
+// first, so that token would silently never be trained. There is no BOS
+// token; prompts start with a marker of their own (the encoder's @kernel
+// line), which plays its role (docs/dragon.md, "Token conventions").
 func checkExamples(cfg Config, what string, exs []Example) error {
 	for i, ex := range exs {
+		if len(ex.Prompt) == 0 {
+			return fmt.Errorf("dragon: %s example %d has an empty prompt (its first target token could never be trained; prompts must start with a marker token)", what, i)
+		}
 		if len(ex.Target) == 0 {
 			return fmt.Errorf("dragon: %s example %d has an empty target", what, i)
 		}

@@ -2,6 +2,7 @@ package dragon
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -82,6 +83,8 @@ func TestCheckExamples(t *testing.T) {
 		{"fits exactly", Example{Prompt: []int{1, 2}, Target: []int{3, 4, 5}}, true},
 		{"too long", Example{Prompt: []int{1, 2, 3}, Target: []int{3, 4, 5}}, false},
 		{"empty target", Example{Prompt: []int{1}}, false},
+		{"empty prompt", Example{Target: []int{1, 2}}, false},
+		{"nil prompt and target", Example{}, false},
 		{"token too large", Example{Prompt: []int{10}, Target: []int{1}}, false},
 		{"negative token", Example{Prompt: []int{1}, Target: []int{-1}}, false},
 	}
@@ -89,6 +92,12 @@ func TestCheckExamples(t *testing.T) {
 		if err := checkExamples(cfg, "training", []Example{tt.ex}); (err == nil) != tt.ok {
 			t.Errorf("%s: checkExamples(%+v) = %v; want ok=%v", tt.name, tt.ex, err, tt.ok)
 		}
+	}
+	// The error names the example by its index.
+	exs := []Example{{Prompt: []int{1}, Target: []int{2}}, {Prompt: []int{3}, Target: []int{4}}, {Target: []int{5}}}
+	err := checkExamples(cfg, "training", exs)
+	if err == nil || !strings.Contains(err.Error(), "training example 2 has an empty prompt") {
+		t.Errorf("checkExamples with an empty prompt at index 2: %v", err)
 	}
 }
 

@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+
 	"dragonx/internal/progress"
 	"dragonx/internal/torchrt"
 )
@@ -225,8 +228,30 @@ func TestResumeContinuesLossCurve(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr2.Close()
-	// Disturb libtorch's RNG, as other work between save and resume would.
-	if _, err := m2.Sample(context.Background(), [][]int{{1}}, SampleOptions{Temperature: 1, MaxNew: 3}); err != nil {
+	// Disturb libtorch's RNG, as other work between save and resume would
+	// (a dropout forward, another trainer): draw from its generator on the
+	// torch thread, and check the state moved. (Sample would not do: it
+	// draws from Go's RNG only.)
+	err = m2.do(func() error {
+		before, err := torchrt.RNGState()
+		if err != nil {
+			return err
+		}
+		x, err := ts.Rand([]int64{1000}, gotch.Float, gotch.CPU)
+		if err != nil {
+			return err
+		}
+		x.Drop()
+		after, err := torchrt.RNGState()
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(before, after) {
+			return errors.New("drawing from libtorch's generator left its state unchanged")
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rt.ResumeTrainer(bytes.NewReader(ck.Bytes()), train[1:], nil); err == nil {
@@ -400,4 +425,72 @@ func TestSoak(t *testing.T) {
 	if grow > 1<<20 {
 		t.Errorf("sampling grows the RSS by %.0f KB per 100,000 tokens; want < 1 MB", grow/1024)
 	}
+}
+
+// TestZeroMinLRFinite trains with min_lr = 0 to the last step, whose
+// learning rate is exactly 0, and checks every weight stays finite. The
+// position embeddings past the longest example never get a gradient, so
+// their second moments stay 0: the AdamW step must not divide by the
+// learning rate there (it once computed 0·(-Inf) = NaN).
+func TestZeroMinLRFinite(t *testing.T) {
+	rt := newTestRuntime(t)
+	rng := rand.New(rand.NewPCG(uint64(seed(t)), 9))
+	train := reversalExamples(rng, 32, 2, 4, map[string]bool{})
+	m := newTestModel(t, rt, Config{Layers: 1, Width: 32, Heads: 2, Context: 32, Vocab: revVocab}, 1)
+	tc := DefaultTrainConfig()
+	tc.Steps, tc.Batch, tc.Warmup, tc.MinLR = 6, 8, 2, 0
+	if lr := tc.LRAt(tc.Steps - 1); lr != 0 {
+		t.Fatalf("the last step's learning rate is %v; the test needs exactly 0", lr)
+	}
+	tr, err := NewTrainer(m, tc, train, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	before, err := modelValues(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trainLosses(t, tr, tc.Steps-1)
+	mid, err := modelValues(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := tr.TrainStep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LR != 0 {
+		t.Fatalf("last step: lr %v", st.LR)
+	}
+	after, err := modelValues(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, vs := range after {
+		name := m.specs[i].Name
+		for j, v := range vs {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Fatalf("%s[%d] = %v after the step with lr 0", name, j, v)
+			}
+			// A zero learning rate changes nothing (the decay too is lr-scaled).
+			if v != mid[i][j] {
+				t.Fatalf("%s[%d] changed from %v to %v at lr 0", name, j, mid[i][j], v)
+			}
+		}
+	}
+	if slices.EqualFunc(before, mid, slices.Equal) {
+		t.Error("the steps before the last did not train")
+	}
+}
+
+// modelValues copies m's parameters out.
+func modelValues(m *Model) ([][]float32, error) {
+	var vals [][]float32
+	err := m.do(func() error {
+		var err error
+		vals, err = m.paramValues()
+		return err
+	})
+	return vals, err
 }

@@ -243,11 +243,19 @@ func (t *Trainer) update(a *arena, lr float64) (float64, error) {
 	}
 	// AdamW with bias correction, written so that one addcdiv applies it:
 	// p += m / d with d = -(bc1/lr)·(sqrt(v)/sqrt(bc2) + eps).
+	// That divides by lr: at lr = 0 (the last step of a cosine to
+	// min_lr = 0) the factors are -Inf, and where v = 0 (a parameter that
+	// never had a gradient) d = 0·(-Inf) = NaN. The update lr·m/(...) is
+	// then exactly 0, so the parameters are left as they are (the moments
+	// still advance). The same holds for an lr so small that 1/lr overflows:
+	// its update is below the smallest float32.
 	k := float64(t.st.Step + 1)
 	bc1 := 1 - math.Pow(t.cfg.Beta1, k)
 	bc2 := 1 - math.Pow(t.cfg.Beta2, k)
-	sa := ts.FloatScalar(-bc1 / (lr * math.Sqrt(bc2)))
-	sb := ts.FloatScalar(-bc1 / lr * t.cfg.Eps)
+	fa, fb := -bc1/(lr*math.Sqrt(bc2)), -bc1/lr*t.cfg.Eps
+	move := lr > 0 && !math.IsInf(fa, 0) && !math.IsInf(fb, 0)
+	sa := ts.FloatScalar(fa)
+	sb := ts.FloatScalar(fb)
 	decay := ts.FloatScalar(1 - lr*t.cfg.WeightDecay)
 	defer func() { sa.Drop(); sb.Drop(); decay.Drop() }()
 	for i, p := range t.m.params {
@@ -257,6 +265,9 @@ func (t *Trainer) update(a *arena, lr float64) (float64, error) {
 		}
 		a.inplace("lerp_", m1.Lerp_(g, t.c1))
 		a.inplace("lerp_", m2.Lerp_(a.mul(g, g), t.c2))
+		if !move {
+			continue
+		}
 		d := a.sqrt(m2)
 		if a.err != nil {
 			break

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -147,25 +148,32 @@ func inValidation(hash string, share float64) bool {
 	return float64(x) < share*math.Exp2(64)
 }
 
-// Split turns records into training and validation examples (by workload
-// hash) and applies the overlong policy to both: with "drop" an example
-// longer than context is skipped and counted, with "error" it fails naming
-// the first one. Nothing is ever cut.
-func Split(recs []TrainRecord, share float64, context int, overlong string) (train, val []dragon.Example, dropped int, err error) {
+// Split applies the overlong policy (dragon.FitContext) to the records and
+// splits the examples that fit into training and validation examples (by
+// workload hash). Under "error" the first example longer than the context
+// fails the split, named by its line, task and workload.
+func Split(recs []TrainRecord, share float64, context int, policy dragon.Overlong) (train, val []dragon.Example, rep dragon.OverlongReport, err error) {
+	exs := make([]dragon.Example, len(recs))
 	for i, r := range recs {
-		ex := dragon.Example{Prompt: r.Prompt, Target: r.Target}
-		if n := len(r.Prompt) + len(r.Target) - 1; n > context {
-			if overlong == OverlongError {
-				return nil, nil, 0, fmt.Errorf("training example %d (%s, workload %s) reads %d tokens, more than the model's context of %d (overlong = %q; \"drop\" skips such examples)", i+1, r.Task, r.Hash, n, context, overlong)
-			}
-			dropped++
-			continue
+		exs[i] = dragon.Example{Prompt: r.Prompt, Target: r.Target}
+	}
+	if _, rep, err = dragon.FitContext(exs, context, policy); err != nil {
+		var tl *dragon.TooLongError
+		if errors.As(err, &tl) {
+			r := recs[tl.Index]
+			return nil, nil, rep, fmt.Errorf("training example %d (%s, workload %s): %w", tl.Index+1, r.Task, r.Hash, err)
+		}
+		return nil, nil, rep, err
+	}
+	for i, r := range recs {
+		if dragon.ExampleTokens(exs[i]) > context {
+			continue // dropped, counted in rep
 		}
 		if inValidation(r.Hash, share) {
-			val = append(val, ex)
+			val = append(val, exs[i])
 		} else {
-			train = append(train, ex)
+			train = append(train, exs[i])
 		}
 	}
-	return train, val, dropped, nil
+	return train, val, rep, nil
 }

@@ -70,12 +70,6 @@ var outputs = []stages.OutputDecl{
 	{Name: "samples", Path: "samples.jsonl"},
 }
 
-// Overlong policies.
-const (
-	OverlongDrop  = "drop"
-	OverlongError = "error"
-)
-
 // EvalSpec is the eval block.
 type EvalSpec struct {
 	// Tasks is how many held-out construction tasks, and as many
@@ -161,7 +155,7 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		Seed:            defaultSeed,
 		Threads:         dragon.DefaultThreads,
 		Validation:      defaultValidation,
-		Overlong:        OverlongDrop,
+		Overlong:        string(dragon.OverlongDrop),
 		Eval:            EvalSpec{Tasks: defaultTasks, MaxNew: defaultMaxNew, Numeric: true, Target: defaultTarget},
 		CheckpointEvery: defaultCheckpointEvery,
 		Train:           inputDir + "/" + trainFile,
@@ -222,8 +216,8 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		return ""
 	})
 	decodeAttr("overlong", &sp.Overlong, func() string {
-		if sp.Overlong != OverlongDrop && sp.Overlong != OverlongError {
-			return fmt.Sprintf("overlong is %q; want %q (skip and count examples longer than the context) or %q (fail naming the first).", sp.Overlong, OverlongDrop, OverlongError)
+		if dragon.Overlong(sp.Overlong).Validate() != nil {
+			return fmt.Sprintf("overlong is %q; want %q (skip and count examples longer than the context) or %q (fail naming the first).", sp.Overlong, dragon.OverlongDrop, dragon.OverlongError)
 		}
 		return ""
 	})

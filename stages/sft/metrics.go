@@ -1,0 +1,156 @@
+package sft
+
+// Metrics is metrics.json. Everything in it follows from the parameters and
+// inputs, except Speed: measurements of this run (they differ between runs
+// and machines; the determinism tests leave them out).
+type Metrics struct {
+	Examples   ExampleCounts     `json:"examples"`
+	Training   TrainingFigures   `json:"training"`
+	Validation ValidationFigures `json:"validation"`
+	Heldout    HeldoutFigures    `json:"heldout"`
+	Speed      Speed             `json:"speed"`
+}
+
+// ExampleCounts says what became of train.jsonl's records.
+type ExampleCounts struct {
+	Records         int `json:"records"`
+	Train           int `json:"train"`
+	Validation      int `json:"validation"`
+	DroppedOverlong int `json:"dropped_overlong"`
+	// Longest is the most tokens an example reads (the context that would
+	// keep them all).
+	Longest int `json:"longest"`
+}
+
+// TrainingFigures describe the whole training run.
+type TrainingFigures struct {
+	Steps  int   `json:"steps"`
+	Tokens int64 `json:"tokens"`
+	Params int64 `json:"params"`
+	// MeanTokens is the mean length of a training example (tokens read).
+	MeanTokens float64 `json:"mean_tokens"`
+	// FLOPsPerToken is dragon.Config.TrainFLOPsPerToken at the mean length.
+	FLOPsPerToken float64 `json:"flops_per_token"`
+	FinalLoss     float64 `json:"final_loss"`
+}
+
+// ValidationFigures is the held-out loss on the validation examples (null
+// without any).
+type ValidationFigures struct {
+	Examples int      `json:"examples"`
+	Loss     *float64 `json:"loss"`
+}
+
+// Speed is measured, not computed: it differs between runs.
+type Speed struct {
+	Threads  int    `json:"threads"`
+	CoreType string `json:"openblas_coretype"`
+	// SgemmPeakGFLOPS is the fp32 matrix-product rate measured in the same
+	// process (dragon.Runtime.SgemmPeak), MFU's denominator.
+	SgemmPeakGFLOPS float64 `json:"sgemm_peak_gflops"`
+	// Steps and Tokens were trained by this process (fewer than the
+	// run's after a resume), in StepSeconds of training steps and
+	// WallSeconds including validation and checkpoints.
+	Steps       int     `json:"steps"`
+	Tokens      int64   `json:"tokens"`
+	StepSeconds float64 `json:"step_seconds"`
+	WallSeconds float64 `json:"wall_seconds"`
+	TokensPerS  float64 `json:"tokens_per_s"`
+	StepsPerS   float64 `json:"steps_per_s"`
+	// MFU is TokensPerS × FLOPsPerToken over the sgemm peak.
+	MFU float64 `json:"mfu"`
+	// SampleSeconds is the time of the held-out samples.
+	SampleSeconds float64 `json:"sample_seconds"`
+	SampledTokens int     `json:"sampled_tokens"`
+}
+
+func nullable(x float64) *float64 {
+	if x != x { // NaN
+		return nil
+	}
+	return &x
+}
+
+// Count is a count and its share of the sampled tasks.
+type Count struct {
+	N    int     `json:"n"`
+	Rate float64 `json:"rate"`
+}
+
+// TaskFigures are the judged rates of one kind of held-out task.
+type TaskFigures struct {
+	// Tasks were asked for, Sampled got a sample (a prompt longer than
+	// the context gets none: SkippedLongPrompt).
+	Tasks             int `json:"tasks"`
+	Sampled           int `json:"sampled"`
+	SkippedLongPrompt int `json:"skipped_long_prompt"`
+	// Stopped samples ended with <eos> (the others hit max_new or the
+	// context).
+	Stopped Count `json:"stopped"`
+	// Decoded samples are valid token sequences of the vocabulary (text).
+	Decoded Count `json:"decoded"`
+}
+
+// HeldoutFigures are the held-out sampling metrics.
+type HeldoutFigures struct {
+	Construction TaskFigures `json:"construction"`
+	Refinement   TaskFigures `json:"refinement"`
+	All          TaskFigures `json:"all"`
+}
+
+// SampleRecord is one line of samples.jsonl.
+type SampleRecord struct {
+	Task         string `json:"task"`
+	Index        int    `json:"index"`
+	Hash         string `json:"hash"`
+	Family       string `json:"family"`
+	PromptTokens int    `json:"prompt_tokens"`
+	// Skipped says why there is no sample ("" when there is one).
+	Skipped string `json:"skipped,omitempty"`
+	Tokens  int    `json:"tokens"`
+	Stopped bool   `json:"stopped"`
+	// Script is the sampled text (without <eos>); DecodeError says why
+	// the tokens are not text.
+	Script      string `json:"script"`
+	DecodeError string `json:"decode_error,omitempty"`
+}
+
+func rate(n, of int) Count {
+	if of == 0 {
+		return Count{N: n}
+	}
+	return Count{N: n, Rate: float64(n) / float64(of)}
+}
+
+// summarize counts the samples per task kind.
+func summarize(samples []SampleRecord, ev EvalSpec) HeldoutFigures {
+	var h HeldoutFigures
+	type acc struct{ tasks, sampled, skipped, stopped, decoded int }
+	var c, r, all acc
+	for _, s := range samples {
+		a := &c
+		if s.Task == "refinement" {
+			a = &r
+		}
+		for _, x := range []*acc{a, &all} {
+			x.tasks++
+			if s.Skipped != "" {
+				x.skipped++
+				continue
+			}
+			x.sampled++
+			if s.Stopped {
+				x.stopped++
+			}
+			if s.DecodeError == "" {
+				x.decoded++
+			}
+		}
+	}
+	fig := func(a acc) TaskFigures {
+		return TaskFigures{Tasks: a.tasks, Sampled: a.sampled, SkippedLongPrompt: a.skipped,
+			Stopped: rate(a.stopped, a.sampled), Decoded: rate(a.decoded, a.sampled)}
+	}
+	h.Construction, h.Refinement, h.All = fig(c), fig(r), fig(all)
+	return h
+}

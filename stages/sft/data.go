@@ -23,16 +23,17 @@ type TrainRecord struct {
 	Target []int  `json:"target"`
 }
 
-// HeldoutRecord is one line of heldout.jsonl: a held-out task's prompt. Raw
-// is the whole line, which the judge reads (workload, source script,
-// reference latency).
+// HeldoutRecord is one line of heldout.jsonl: a held-out task's prompt and
+// workload (the fields the stage does not use, such as the reference
+// latency, are skipped).
 type HeldoutRecord struct {
-	Task   string `json:"task"`
-	Index  int    `json:"index"`
-	Hash   string `json:"hash"`
-	Family string `json:"family"`
-	Prompt []int  `json:"prompt"`
-	Raw    json.RawMessage
+	Task  string `json:"task"`
+	Index int    `json:"index"`
+	// Workload is the task's workload spec (kernels/workload JSON).
+	Workload json.RawMessage `json:"workload"`
+	Hash     string          `json:"hash"`
+	Family   string          `json:"family"`
+	Prompt   []int           `json:"prompt"`
 }
 
 // maxRecordLine bounds one JSON line (a record is a few thousand ids).
@@ -124,10 +125,12 @@ func ReadHeldout(r io.Reader, name string, vocabSize int) ([]HeldoutRecord, erro
 		if len(rec.Prompt) == 0 {
 			return fmt.Errorf("the prompt is empty")
 		}
+		if len(rec.Workload) == 0 {
+			return fmt.Errorf("the task has no workload")
+		}
 		if err := checkIDs("prompt", rec.Prompt, vocabSize); err != nil {
 			return err
 		}
-		rec.Raw = append(json.RawMessage(nil), line...)
 		out = append(out, rec)
 		return nil
 	})

@@ -5,11 +5,17 @@ package sft
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"dragonx/dragon"
 	"dragonx/internal/progress"
+	"dragonx/kernels/gpumodel"
+	"dragonx/kernels/judge"
+	"dragonx/kernels/numeric"
+	"dragonx/kernels/verdict"
 	"dragonx/kernels/vocab"
+	"dragonx/kernels/workload"
 	"dragonx/stages/job"
 )
 
@@ -34,10 +40,57 @@ func heldoutTasks(held []HeldoutRecord, n int) []HeldoutRecord {
 	return append(cons, ref...)
 }
 
+// judgeOptions are the judge's options for the eval block: up to the
+// numerical gate (eval.numeric) or the static verdict, then the latency on
+// eval.target's model. The gate's compiled programs go to cacheDir.
+func judgeOptions(ev EvalSpec, voc *vocab.Vocab, seed int64, cacheDir string) (judge.Options, error) {
+	lat, err := gpumodel.New(ev.Target, gpumodel.Options{})
+	if err != nil {
+		return judge.Options{}, err
+	}
+	opts := judge.Options{Until: verdict.PhaseVerify, Latency: lat, Vocab: voc}
+	if ev.Numeric {
+		opts.Until = verdict.PhaseNumeric
+		if opts.Gate, err = numeric.New(numeric.Options{CacheDir: cacheDir, Seed: uint64(seed)}); err != nil {
+			return judge.Options{}, err
+		}
+	}
+	return opts, nil
+}
+
 // evaluate samples one greedy continuation per held-out task (stopping at
-// <eos>, at most max_new tokens) and turns it into text.
-func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []HeldoutRecord, sp Spec, env *job.Env, logf func(string, ...any)) ([]SampleRecord, time.Duration, int, error) {
+// <eos>, at most max_new tokens) and judges it. It returns the samples, the
+// judge's phases, the sampling time and the tokens generated.
+func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []HeldoutRecord, sp Spec, env *job.Env, logf func(string, ...any)) ([]SampleRecord, []verdict.Phase, time.Duration, int, error) {
 	tasks := heldoutTasks(held, sp.Eval.Tasks)
+	gateDir, err := os.MkdirTemp("", "dragonx-sft-gate-")
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	defer os.RemoveAll(gateDir)
+	jopts, err := judgeOptions(sp.Eval, voc, sp.Seed, gateDir)
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	judges := map[string]*judge.Judge{}
+	judgeOf := func(h HeldoutRecord) (*judge.Judge, error) {
+		if j, ok := judges[string(h.Workload)]; ok {
+			return j, nil
+		}
+		spec, err := workload.Parse(h.Workload)
+		if err != nil {
+			return nil, fmt.Errorf("held-out %s task %d: %w", h.Task, h.Index, err)
+		}
+		j, err := judge.New(spec, jopts)
+		if err != nil {
+			return nil, fmt.Errorf("held-out %s task %d: %w", h.Task, h.Index, err)
+		}
+		judges[string(h.Workload)] = j
+		return j, nil
+	}
+	// Every judge runs the same phases (same options); none without tasks.
+	var phases []verdict.Phase
+
 	out := make([]SampleRecord, len(tasks))
 	var todo []int
 	for i, h := range tasks {
@@ -48,7 +101,7 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 		}
 		todo = append(todo, i)
 	}
-	start := time.Now()
+	var sampleTime time.Duration
 	generated := 0
 	opts := dragon.SampleOptions{MaxNew: sp.Eval.MaxNew, Stop: []int{eosID}, Seed: sp.Seed}
 	for b := 0; b < len(todo); b += sampleBatch {
@@ -57,29 +110,28 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 		for k, i := range idx {
 			prompts[k] = tasks[i].Prompt
 		}
+		start := time.Now()
 		got, err := m.Sample(ctx, prompts, opts)
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("sampling held-out tasks: %w", err)
+			return nil, nil, 0, 0, fmt.Errorf("sampling held-out tasks: %w", err)
 		}
+		sampleTime += time.Since(start)
 		for k, i := range idx {
 			s := got[k]
 			generated += len(s.Tokens)
-			rec := &out[i]
-			rec.Tokens, rec.Stopped = len(s.Tokens), s.Stopped
-			ids := s.Tokens
-			if s.Stopped {
-				ids = ids[:len(ids)-1]
-			}
-			text, err := voc.Decode(ids)
+			j, err := judgeOf(tasks[i])
 			if err != nil {
-				rec.DecodeError = err.Error()
-			} else {
-				rec.Script = text
+				return nil, nil, 0, 0, err
 			}
+			r, err := j.Judge(ctx, s.Tokens)
+			if err != nil {
+				return nil, nil, 0, 0, err
+			}
+			out[i].Tokens, out[i].Stopped, out[i].Judgement = len(s.Tokens), s.Stopped, r
+			phases = j.Phases()
 		}
 		env.Progress.Report(progress.Event{Done: int64(b + len(idx)), Total: int64(len(todo)), Unit: "samples"})
 	}
-	el := time.Since(start)
-	logf("sampled %d held-out tasks (%d skipped), %d tokens in %.1f s", len(todo), len(tasks)-len(todo), generated, el.Seconds())
-	return out, el, generated, nil
+	logf("sampled and judged %d held-out tasks (%d skipped): %d tokens in %.1f s of sampling", len(todo), len(tasks)-len(todo), generated, sampleTime.Seconds())
+	return out, phases, sampleTime, generated, nil
 }

@@ -35,14 +35,14 @@ func FuzzReadTrain(f *testing.F) {
 // FuzzReadHeldout: the same for heldout.jsonl.
 func FuzzReadHeldout(f *testing.F) {
 	f.Add([]byte(`{"task":"construction","index":0,"workload":{"family":"GMM"},"hash":"ab","family":"GMM","prompt":[3,4]}` + "\n"))
-	f.Add([]byte(`{"task":"refinement","index":1,"prompt":[9,12]}`))
+	f.Add([]byte(`{"task":"refinement","index":1,"workload":{},"prompt":[9,12]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		recs, err := sft.ReadHeldout(bytes.NewReader(b), "heldout.jsonl", 10)
 		if err != nil {
 			return
 		}
 		for _, r := range recs {
-			if (r.Task != "construction" && r.Task != "refinement") || len(r.Prompt) == 0 || len(r.Raw) == 0 {
+			if (r.Task != "construction" && r.Task != "refinement") || len(r.Prompt) == 0 || len(r.Workload) == 0 {
 				t.Fatalf("ReadHeldout accepted an unusable record %+v", r)
 			}
 		}

@@ -1,5 +1,12 @@
 package sft
 
+import (
+	"slices"
+
+	"dragonx/kernels/judge"
+	"dragonx/kernels/verdict"
+)
+
 // Metrics is metrics.json. Everything in it follows from the parameters and
 // inputs, except Speed: measurements of this run (they differ between runs
 // and machines; the determinism tests leave them out).
@@ -77,25 +84,31 @@ type Count struct {
 	Rate float64 `json:"rate"`
 }
 
-// TaskFigures are the judged rates of one kind of held-out task.
+// TaskFigures are the judged figures of one kind of held-out task.
 type TaskFigures struct {
-	// Tasks were asked for, Sampled got a sample (a prompt longer than
-	// the context gets none: SkippedLongPrompt).
+	// Tasks were asked for, Sampled got a sample (a prompt that fills the
+	// context gets none: SkippedLongPrompt).
 	Tasks             int `json:"tasks"`
 	Sampled           int `json:"sampled"`
 	SkippedLongPrompt int `json:"skipped_long_prompt"`
 	// Stopped samples ended with <eos> (the others hit max_new or the
-	// context).
+	// context, and fail the decode phase).
 	Stopped Count `json:"stopped"`
-	// Decoded samples are valid token sequences of the vocabulary (text).
-	Decoded Count `json:"decoded"`
+	// Rates are the shares of the sampled tasks that got through the
+	// decode, parse, replay, static (verify) and, with eval.numeric, the
+	// numeric phase of the judge.
+	Rates map[string]float64 `json:"rates"`
+	// Judged is kernels/judge's summary of the samples' judgements.
+	Judged *judge.Summary `json:"judged"`
 }
 
 // HeldoutFigures are the held-out sampling metrics.
 type HeldoutFigures struct {
-	Construction TaskFigures `json:"construction"`
-	Refinement   TaskFigures `json:"refinement"`
-	All          TaskFigures `json:"all"`
+	// Phases are the judge's phases, in order.
+	Phases       []verdict.Phase `json:"phases"`
+	Construction TaskFigures     `json:"construction"`
+	Refinement   TaskFigures     `json:"refinement"`
+	All          TaskFigures     `json:"all"`
 }
 
 // SampleRecord is one line of samples.jsonl.
@@ -107,50 +120,62 @@ type SampleRecord struct {
 	PromptTokens int    `json:"prompt_tokens"`
 	// Skipped says why there is no sample ("" when there is one).
 	Skipped string `json:"skipped,omitempty"`
-	Tokens  int    `json:"tokens"`
-	Stopped bool   `json:"stopped"`
-	// Script is the sampled text (without <eos>); DecodeError says why
-	// the tokens are not text.
-	Script      string `json:"script"`
-	DecodeError string `json:"decode_error,omitempty"`
+	// Tokens is the number of tokens generated, Stopped whether <eos>
+	// ended them.
+	Tokens  int  `json:"tokens"`
+	Stopped bool `json:"stopped"`
+	// Judgement is the judge's result: the verdict, the tokens judged and
+	// the script's text.
+	Judgement *judge.Result `json:"judgement,omitempty"`
 }
 
-func rate(n, of int) Count {
-	if of == 0 {
-		return Count{N: n}
-	}
-	return Count{N: n, Rate: float64(n) / float64(of)}
+// rateNames are the TaskFigures.Rates keys and their phases.
+var rateNames = []struct {
+	name  string
+	phase verdict.Phase
+}{
+	{"decode", judge.PhaseDecode}, {"parse", verdict.PhaseParse}, {"replay", verdict.PhaseReplay},
+	{"static", verdict.PhaseVerify}, {"numeric", verdict.PhaseNumeric},
 }
 
 // summarize counts the samples per task kind.
-func summarize(samples []SampleRecord, ev EvalSpec) HeldoutFigures {
-	var h HeldoutFigures
-	type acc struct{ tasks, sampled, skipped, stopped, decoded int }
-	var c, r, all acc
-	for _, s := range samples {
-		a := &c
-		if s.Task == "refinement" {
-			a = &r
-		}
-		for _, x := range []*acc{a, &all} {
-			x.tasks++
-			if s.Skipped != "" {
-				x.skipped++
+func summarize(samples []SampleRecord, phases []verdict.Phase) HeldoutFigures {
+	fig := func(keep func(SampleRecord) bool) TaskFigures {
+		var f TaskFigures
+		var results []*judge.Result
+		stopped := 0
+		for _, s := range samples {
+			if !keep(s) {
 				continue
 			}
-			x.sampled++
-			if s.Stopped {
-				x.stopped++
+			f.Tasks++
+			if s.Judgement == nil {
+				f.SkippedLongPrompt++
+				continue
 			}
-			if s.DecodeError == "" {
-				x.decoded++
+			f.Sampled++
+			if s.Stopped {
+				stopped++
+			}
+			results = append(results, s.Judgement)
+		}
+		f.Stopped = Count{N: stopped}
+		if f.Sampled > 0 {
+			f.Stopped.Rate = float64(stopped) / float64(f.Sampled)
+		}
+		f.Judged = judge.Summarize(phases, results)
+		f.Rates = map[string]float64{}
+		for _, r := range rateNames {
+			if slices.Contains(phases, r.phase) {
+				f.Rates[r.name] = f.Judged.Rate(r.phase)
 			}
 		}
+		return f
 	}
-	fig := func(a acc) TaskFigures {
-		return TaskFigures{Tasks: a.tasks, Sampled: a.sampled, SkippedLongPrompt: a.skipped,
-			Stopped: rate(a.stopped, a.sampled), Decoded: rate(a.decoded, a.sampled)}
+	return HeldoutFigures{
+		Phases:       phases,
+		Construction: fig(func(s SampleRecord) bool { return s.Task == "construction" }),
+		Refinement:   fig(func(s SampleRecord) bool { return s.Task == "refinement" }),
+		All:          fig(func(SampleRecord) bool { return true }),
 	}
-	h.Construction, h.Refinement, h.All = fig(c), fig(r), fig(all)
-	return h
 }

@@ -194,12 +194,12 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	logf("trained %d steps (%d this run) in %.1f s (%.1f s in steps): %.0f tokens/s, %.3f GFLOP/token, MFU %.1f%% of a %.1f GFLOP/s sgemm peak",
 		m.Training.Steps, m.Speed.Steps, wallSeconds, trainSeconds, m.Speed.TokensPerS, flopsPerToken/1e9, 100*m.Speed.MFU, peak)
 
-	samples, sampleTime, sampled, err := evaluate(ctx, tr.Model(), voc, held, sp, env, logf)
+	samples, phases, sampleTime, sampled, err := evaluate(ctx, tr.Model(), voc, held, sp, env, logf)
 	if err != nil {
 		return err
 	}
 	m.Speed.SampleSeconds, m.Speed.SampledTokens = sampleTime.Seconds(), sampled
-	m.Heldout = summarize(samples, sp.Eval)
+	m.Heldout = summarize(samples, phases)
 	if err := writeAtomic(filepath.Join(j.Dir, "samples.jsonl"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)

@@ -120,12 +120,31 @@ func TestEngineRun(t *testing.T) {
 	if m.Speed.TokensPerS <= 0 || m.Speed.MFU <= 0 || m.Speed.MFU > 1 || m.Speed.SgemmPeakGFLOPS <= 0 {
 		t.Errorf("speed %+v: tokens/s, MFU or the peak out of range", m.Speed)
 	}
-	if h := m.Heldout.All; h.Tasks != 3 || h.Sampled != 3 || h.Decoded.Rate < 0 || h.Decoded.Rate > 1 {
-		t.Errorf("held-out figures %+v; want the 3 tasks of heldout.jsonl sampled", h)
+	if h := m.Heldout.All; h.Tasks != 3 || h.Sampled != 3 || h.Judged == nil || h.Judged.Judged != 3 {
+		t.Errorf("held-out figures %+v; want the 3 tasks of heldout.jsonl sampled and judged", h)
+	}
+	for _, name := range []string{"decode", "parse", "replay", "static", "numeric"} {
+		r, ok := m.Heldout.All.Rates[name]
+		if !ok || r < 0 || r > 1 {
+			t.Errorf("held-out %s rate %v (present %v); want a share", name, r, ok)
+		}
+	}
+	if c, r := m.Heldout.Construction, m.Heldout.Refinement; c.Tasks != 2 || r.Tasks != 1 {
+		t.Errorf("held-out: %d construction and %d refinement tasks; want 2 and 1", c.Tasks, r.Tasks)
 	}
 	lines := bytes.Split(bytes.TrimSpace(mustRead(t, filepath.Join(out, "samples.jsonl"))), []byte("\n"))
 	if len(lines) != 3 {
 		t.Errorf("samples.jsonl has %d lines, want 3", len(lines))
+	}
+	for i, l := range lines {
+		var s sft.SampleRecord
+		if err := json.Unmarshal(l, &s); err != nil {
+			t.Fatalf("samples.jsonl line %d: %v", i+1, err)
+		}
+		// A sample cut by max_new (no <eos>) fails the decode phase.
+		if s.Judgement == nil || s.Judgement.Verdict == nil || (!s.Stopped && (s.Judgement.OK || s.Judgement.Phase != "decode")) {
+			t.Errorf("samples.jsonl line %d: %s; want a judgement, failing at decode when not stopped", i+1, l)
+		}
 	}
 	ck := mustRead(t, filepath.Join(out, "model.ckpt"))
 	if !bytes.HasPrefix(ck, []byte("DRAGONCK")) {

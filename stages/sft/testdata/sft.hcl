@@ -32,7 +32,7 @@ stage "sft" {
   eval {
     tasks   = 2
     max_new = 24
-    numeric = false
+    numeric = true
     target  = "h100-model"
   }
 }

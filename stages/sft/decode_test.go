@@ -136,3 +136,21 @@ func TestParamsAndDefaults(t *testing.T) {
 		t.Errorf("outputs %s", got)
 	}
 }
+
+func TestSpecValidate(t *testing.T) {
+	cfg, diags := load(t, stageSrc(""))
+	if cfg == nil {
+		t.Fatal(diags)
+	}
+	sp := cfg.Instances[0].Stage.(*sft.Stage).Spec()
+	if err := sp.Validate(); err != nil {
+		t.Fatalf("a decoded spec is invalid: %v", err)
+	}
+	var empty sft.Spec
+	err := empty.Validate()
+	for _, want := range []string{"no train file", "threads 0", "checkpoint_every 0", "unknown overlong policy", "layers"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Spec{}.Validate() = %v; want it to say %q", err, want)
+		}
+	}
+}

@@ -101,11 +101,26 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 		}
 		todo = append(todo, i)
 	}
+	// A batch generates at most as many tokens as its longest prompt leaves
+	// room for in the context, so prompts with room for max_new tokens are
+	// batched, and the others sampled alone: every task gets min(max_new,
+	// its own room), whatever the batch it is in.
+	var batches [][]int
+	var full []int
+	for _, i := range todo {
+		if len(tasks[i].Prompt)+sp.Eval.MaxNew-1 <= sp.Model.Context {
+			full = append(full, i)
+		} else {
+			batches = append(batches, []int{i})
+		}
+	}
+	for b := 0; b < len(full); b += sampleBatch {
+		batches = append(batches, full[b:min(b+sampleBatch, len(full))])
+	}
 	var sampleTime time.Duration
-	generated := 0
+	generated, done := 0, 0
 	opts := dragon.SampleOptions{MaxNew: sp.Eval.MaxNew, Stop: []int{eosID}, Seed: sp.Seed}
-	for b := 0; b < len(todo); b += sampleBatch {
-		idx := todo[b:min(b+sampleBatch, len(todo))]
+	for _, idx := range batches {
 		prompts := make([][]int, len(idx))
 		for k, i := range idx {
 			prompts[k] = tasks[i].Prompt
@@ -130,7 +145,8 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 			out[i].Tokens, out[i].Stopped, out[i].Judgement = len(s.Tokens), s.Stopped, r
 			phases = j.Phases()
 		}
-		env.Progress.Report(progress.Event{Done: int64(b + len(idx)), Total: int64(len(todo)), Unit: "samples"})
+		done += len(idx)
+		env.Progress.Report(progress.Event{Done: int64(done), Total: int64(len(todo)), Unit: "samples"})
 	}
 	logf("sampled and judged %d held-out tasks (%d skipped): %d tokens in %.1f s of sampling", len(todo), len(tasks)-len(todo), generated, sampleTime.Seconds())
 	return out, phases, sampleTime, generated, nil

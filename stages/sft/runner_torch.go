@@ -50,6 +50,9 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	if err := dec.Decode(&sp); err != nil {
 		return fmt.Errorf("decoding the spec: %w", err)
 	}
+	if err := sp.Validate(); err != nil {
+		return fmt.Errorf("invalid spec: %w", err)
+	}
 	logf := func(format string, args ...any) { fmt.Fprintf(env.Log, "sft: "+format+"\n", args...) }
 	path := func(name string) string { return filepath.Join(j.Dir, filepath.FromSlash(name)) }
 

@@ -387,3 +387,25 @@ func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
 	}
 	return nil
 }
+
+// Validate checks a spec as the job receives it (Decode produces valid
+// ones; a hand-written or foreign job file may not be).
+func (sp Spec) Validate() error {
+	var errs []error
+	for _, f := range []struct{ name, v string }{{"train", sp.Train}, {"heldout", sp.Heldout}, {"vocab", sp.Vocab}} {
+		if f.v == "" {
+			errs = append(errs, fmt.Errorf("no %s file", f.name))
+		}
+	}
+	if sp.Threads < 1 {
+		errs = append(errs, fmt.Errorf("threads %d is not positive", sp.Threads))
+	}
+	if !(sp.Validation >= 0 && sp.Validation < 1) {
+		errs = append(errs, fmt.Errorf("validation %v is not in [0, 1)", sp.Validation))
+	}
+	if sp.CheckpointEvery < 1 {
+		errs = append(errs, fmt.Errorf("checkpoint_every %d is not positive", sp.CheckpointEvery))
+	}
+	errs = append(errs, dragon.Overlong(sp.Overlong).Validate(), sp.Model.Validate(), sp.Optimizer.Validate(), sp.Eval.validate())
+	return errors.Join(errs...)
+}

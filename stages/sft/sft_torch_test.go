@@ -141,6 +141,12 @@ func TestEngineRun(t *testing.T) {
 		if err := json.Unmarshal(l, &s); err != nil {
 			t.Fatalf("samples.jsonl line %d: %v", i+1, err)
 		}
+		// Every sample gets max_new tokens (40) or what its own prompt
+		// leaves of the context (512), not what the longest prompt of its
+		// batch leaves (the refinement prompt of 481 tokens leaves 32).
+		if want := min(40, 512-s.PromptTokens+1); !s.Stopped && s.Tokens != want {
+			t.Errorf("samples.jsonl line %d: %d tokens after a prompt of %d, not stopped; want %d", i+1, s.Tokens, s.PromptTokens, want)
+		}
 		// A sample cut by max_new (no <eos>) fails the decode phase.
 		if s.Judgement == nil || s.Judgement.Verdict == nil || (!s.Stopped && (s.Judgement.OK || s.Judgement.Phase != "decode")) {
 			t.Errorf("samples.jsonl line %d: %s; want a judgement, failing at decode when not stopped", i+1, l)

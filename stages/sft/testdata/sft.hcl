@@ -31,7 +31,7 @@ stage "sft" {
   }
   eval {
     tasks   = 2
-    max_new = 24
+    max_new = 40
     numeric = true
     target  = "h100-model"
   }

@@ -143,6 +143,13 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 				return nil, nil, 0, 0, err
 			}
 			out[i].Tokens, out[i].Stopped, out[i].Judgement = len(s.Tokens), s.Stopped, r
+			ids := s.Tokens
+			if s.Stopped {
+				ids = ids[:len(ids)-1]
+			}
+			if text, err := voc.Decode(ids); err == nil {
+				out[i].Script = text
+			}
 			phases = j.Phases()
 		}
 		done += len(idx)

@@ -124,6 +124,10 @@ type SampleRecord struct {
 	// ended them.
 	Tokens  int  `json:"tokens"`
 	Stopped bool `json:"stopped"`
+	// Script is the text of the generated tokens before <eos> (also of a
+	// sample that was cut; "" when they are not text: the judgement says
+	// why).
+	Script string `json:"script"`
 	// Judgement is the judge's result: the verdict, the tokens judged and
 	// the script's text.
 	Judgement *judge.Result `json:"judgement,omitempty"`

@@ -148,7 +148,7 @@ func TestEngineRun(t *testing.T) {
 			t.Errorf("samples.jsonl line %d: %d tokens after a prompt of %d, not stopped; want %d", i+1, s.Tokens, s.PromptTokens, want)
 		}
 		// A sample cut by max_new (no <eos>) fails the decode phase.
-		if s.Judgement == nil || s.Judgement.Verdict == nil || (!s.Stopped && (s.Judgement.OK || s.Judgement.Phase != "decode")) {
+		if s.Script == "" || s.Judgement == nil || s.Judgement.Verdict == nil || (!s.Stopped && (s.Judgement.OK || s.Judgement.Phase != "decode")) {
 			t.Errorf("samples.jsonl line %d: %s; want a judgement, failing at decode when not stopped", i+1, l)
 		}
 	}

@@ -1,6 +1,7 @@
 package sft_test
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -152,5 +153,21 @@ func TestSpecValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Spec{}.Validate() = %v; want it to say %q", err, want)
 		}
+	}
+}
+
+// TestRunWithoutTorchBinary: without dragonx-torch the stage fails saying
+// where training runs, before it touches its inputs.
+func TestRunWithoutTorchBinary(t *testing.T) {
+	t.Setenv("DRAGONX_TORCH", "")
+	t.Setenv("PATH", t.TempDir())
+	cfg, diags := load(t, stageSrc(""))
+	if cfg == nil {
+		t.Fatal(diags)
+	}
+	rc := &stages.RunContext{Dir: t.TempDir(), StateDir: t.TempDir(), Key: "k"}
+	err := cfg.Instances[0].Stage.Run(context.Background(), rc)
+	if err == nil || !strings.Contains(err.Error(), "training needs libtorch, which runs in dragonx-torch") {
+		t.Errorf("Run without dragonx-torch = %v; want it to say where training runs", err)
 	}
 }

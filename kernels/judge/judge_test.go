@@ -512,3 +512,78 @@ func TestJudgeScript(t *testing.T) {
 		}
 	}
 }
+
+// TestAgreesWithSampler: for draws of the design space of two families,
+// the judgement of the draw's script is the sampler's: passed, or stopped
+// at the phase (and postprocessor) of its rejection with the same error.
+func TestAgreesWithSampler(t *testing.T) {
+	ctx := context.Background()
+	for _, js := range []string{gmmSpec, c2dSpec} {
+		spec := parseSpec(t, js)
+		f, err := spec.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := sample.Draw(ctx, f, 2, 48, sample.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := newJudge(t, spec, judge.Options{})
+		counts := map[string]int{}
+		for _, s := range ss {
+			text, err := encode.Encode(f, s.Trace)
+			if err != nil {
+				// A draw rejected in replay stops with a partial trace.
+				if s.OK() || s.Rejection.Phase != verdict.PhaseReplay {
+					t.Fatalf("%s draw %d: %v", spec, s.Index, err)
+				}
+				counts["unencodable"]++
+				continue
+			}
+			r, err := j.Judge(ctx, tokens(t, string(text)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.OK() {
+				counts["ok"]++
+				if !r.OK {
+					t.Errorf("%s draw %d: accepted by the sampler, judged %s", spec, s.Index, r.JSON())
+				}
+				continue
+			}
+			counts[string(s.Rejection.Phase)]++
+			if r.OK || r.Phase != s.Rejection.Phase || r.Postproc != s.Rejection.Postproc || r.Error != s.Rejection.Err.Error() {
+				t.Errorf("%s draw %d: rejected by the sampler in %s (%v), judged %s", spec, s.Index, s.Rejection.Phase, s.Rejection.Err, r.JSON())
+			}
+		}
+		t.Logf("%s: %v", spec, counts)
+		if counts["ok"] == 0 || counts["verify"] == 0 {
+			t.Errorf("%s: the draws do not cover both outcomes: %v", spec, counts)
+		}
+	}
+}
+
+// TestWithoutEnterPostproc: a script without its final EnterPostproc line
+// is the same schedule (the postprocessors always run) and gets the same
+// verdict.
+func TestWithoutEnterPostproc(t *testing.T) {
+	ctx := context.Background()
+	gmm := parseSpec(t, gmmSpec)
+	good := drawn(t, gmm, true)
+	cut, ok := strings.CutSuffix(good, "EnterPostproc\n")
+	if !ok {
+		t.Fatalf("the script does not end with EnterPostproc:\n%s", good)
+	}
+	j := newJudge(t, gmm, judge.Options{Latency: h100(t)})
+	want, err := j.Judge(ctx, tokens(t, good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := j.Judge(ctx, tokens(t, cut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.OK || got.IRHash != want.IRHash || *got.LatencyS != *want.LatencyS {
+		t.Errorf("without EnterPostproc: %s; with: %s", got.JSON(), want.JSON())
+	}
+}

@@ -199,6 +199,8 @@ func TestDeterminism(t *testing.T) {
 type direct struct {
 	stage stages.Stage
 	state string
+	// replace maps an input name to bytes used instead of its testdata file.
+	replace map[string][]byte
 }
 
 func (d *direct) run(ctx context.Context, t *testing.T, rep progress.Reporter) (dir, log string, err error) {
@@ -206,6 +208,9 @@ func (d *direct) run(ctx context.Context, t *testing.T, rep progress.Reporter) (
 	var lb syncBuf
 	rc := &stages.RunContext{Dir: dir, Log: &lb, Progress: rep, StateDir: d.state, Key: "test",
 		Materialize: func(ctx context.Context, input, dst string) error {
+			if b, ok := d.replace[input]; ok {
+				return os.WriteFile(dst, b, 0o644)
+			}
 			b, err := os.ReadFile(filepath.Join("testdata", map[string]string{"train": "train.jsonl", "heldout": "heldout.jsonl", "vocab": "vocab.txt"}[input]))
 			if err != nil {
 				return err
@@ -302,5 +307,17 @@ func TestResumeAfterInterrupt(t *testing.T) {
 		if !bytes.Equal(want[name], got[name]) {
 			t.Errorf("%s after ignoring a corrupt resume file differs from an uninterrupted run's", name)
 		}
+	}
+}
+
+// TestForeignVocabulary: a vocabulary file other than kernels/vocab's is
+// refused, saying so, before any training.
+func TestForeignVocabulary(t *testing.T) {
+	st := loadExample(t).Instances[0].Stage
+	voc := mustRead(t, "testdata/vocab.txt")
+	d := &direct{stage: st, state: t.TempDir(), replace: map[string][]byte{"vocab": append(voc, []byte("\"extra-token\"\n")...)}}
+	_, log, err := d.run(context.Background(), t, nil)
+	if err == nil || !strings.Contains(err.Error(), "is not this program's tokenizer vocabulary") {
+		t.Fatalf("run with a foreign vocabulary = %v; want it refused\nlog:\n%s", err, log)
 	}
 }

@@ -34,6 +34,32 @@ type HeldoutRecord struct {
 	Hash     string          `json:"hash"`
 	Family   string          `json:"family"`
 	Prompt   []int           `json:"prompt"`
+	// ReferenceLatencyS and LatencySource are a construction task's
+	// reference (the best latency harvest found) and its source label.
+	ReferenceLatencyS *float64 `json:"reference_latency_s,omitempty"`
+	LatencySource     string   `json:"latency_source,omitempty"`
+	// Source is a refinement prompt's existing script and its latency.
+	Source *SourceScript `json:"source,omitempty"`
+}
+
+// SourceScript is the existing script of a refinement prompt.
+type SourceScript struct {
+	Script        string  `json:"script"`
+	LatencyS      float64 `json:"latency_s"`
+	LatencySource string  `json:"latency_source"`
+}
+
+// baseline returns the latency a sample of the task is compared with: the
+// source script's for a refinement prompt, the reference for a
+// construction task; ok is false when the task has none.
+func (h HeldoutRecord) baseline() (latency float64, source string, ok bool) {
+	switch {
+	case h.Task == "refinement" && h.Source != nil && h.Source.LatencyS > 0:
+		return h.Source.LatencyS, h.Source.LatencySource, true
+	case h.Task == "construction" && h.ReferenceLatencyS != nil && *h.ReferenceLatencyS > 0:
+		return *h.ReferenceLatencyS, h.LatencySource, true
+	}
+	return 0, "", false
 }
 
 // maxRecordLine bounds one JSON line (a record is a few thousand ids).

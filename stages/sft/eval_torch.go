@@ -143,6 +143,7 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 				return nil, nil, 0, 0, err
 			}
 			out[i].Tokens, out[i].Stopped, out[i].Judgement = len(s.Tokens), s.Stopped, r
+			out[i].compare(tasks[i])
 			ids := s.Tokens
 			if s.Stopped {
 				ids = ids[:len(ids)-1]

@@ -1,6 +1,7 @@
 package sft
 
 import (
+	"math"
 	"slices"
 
 	"dragonx/kernels/judge"
@@ -72,7 +73,7 @@ type Speed struct {
 }
 
 func nullable(x float64) *float64 {
-	if x != x { // NaN
+	if math.IsNaN(x) {
 		return nil
 	}
 	return &x
@@ -100,6 +101,35 @@ type TaskFigures struct {
 	Rates map[string]float64 `json:"rates"`
 	// Judged is kernels/judge's summary of the samples' judgements.
 	Judged *judge.Summary `json:"judged"`
+	// Speed compares the samples' latencies with their baselines (the
+	// source script of a refinement prompt, the reference of a
+	// construction task).
+	Speed SpeedFigures `json:"speed"`
+}
+
+// SpeedFigures compare judged latencies with the tasks' baselines, where
+// both come from the same latency source (a model's estimate is never
+// compared with a measurement).
+type SpeedFigures struct {
+	// Baselines is the number of sampled tasks with a baseline, Compared
+	// those whose sample got a latency from the baseline's source.
+	Baselines int `json:"baselines"`
+	Compared  int `json:"compared"`
+	// Faster counts the compared samples faster than their baseline (rate
+	// over Compared).
+	Faster Count `json:"faster"`
+	// GeomeanSpeedup is the geometric mean of baseline/latency over the
+	// compared samples (null when none).
+	GeomeanSpeedup *float64 `json:"geomean_speedup"`
+}
+
+// Baseline is what a sample's latency is compared with.
+type Baseline struct {
+	LatencyS float64 `json:"latency_s"`
+	Source   string  `json:"latency_source"`
+	// Speedup is baseline/latency when the sample got a latency from the
+	// same source; null otherwise.
+	Speedup *float64 `json:"speedup"`
 }
 
 // HeldoutFigures are the held-out sampling metrics.
@@ -131,6 +161,21 @@ type SampleRecord struct {
 	// Judgement is the judge's result: the verdict, the tokens judged and
 	// the script's text.
 	Judgement *judge.Result `json:"judgement,omitempty"`
+	// Baseline is the task's baseline latency, if it has one.
+	Baseline *Baseline `json:"baseline,omitempty"`
+}
+
+// compare sets s.Baseline from the task's baseline and the judgement.
+func (s *SampleRecord) compare(h HeldoutRecord) {
+	lat, src, ok := h.baseline()
+	if !ok {
+		return
+	}
+	s.Baseline = &Baseline{LatencyS: lat, Source: src}
+	if r := s.Judgement; r != nil && r.Verdict != nil && r.OK && r.LatencyS != nil && *r.LatencyS > 0 && r.LatencySource == src {
+		x := lat / *r.LatencyS
+		s.Baseline.Speedup = &x
+	}
 }
 
 // rateNames are the TaskFigures.Rates keys and their phases.
@@ -148,6 +193,7 @@ func summarize(samples []SampleRecord, phases []verdict.Phase) HeldoutFigures {
 		var f TaskFigures
 		var results []*judge.Result
 		stopped := 0
+		logSum := 0.0
 		for _, s := range samples {
 			if !keep(s) {
 				continue
@@ -162,6 +208,21 @@ func summarize(samples []SampleRecord, phases []verdict.Phase) HeldoutFigures {
 				stopped++
 			}
 			results = append(results, s.Judgement)
+			if b := s.Baseline; b != nil {
+				f.Speed.Baselines++
+				if b.Speedup != nil {
+					f.Speed.Compared++
+					logSum += math.Log(*b.Speedup)
+					if *b.Speedup > 1 {
+						f.Speed.Faster.N++
+					}
+				}
+			}
+		}
+		if f.Speed.Compared > 0 {
+			f.Speed.Faster.Rate = float64(f.Speed.Faster.N) / float64(f.Speed.Compared)
+			g := math.Exp(logSum / float64(f.Speed.Compared))
+			f.Speed.GeomeanSpeedup = &g
 		}
 		f.Stopped = Count{N: stopped}
 		if f.Sampled > 0 {

@@ -41,3 +41,43 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("a numeric rate without the numeric phase")
 	}
 }
+
+func TestSpeedAgainstBaselines(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	passed := func(lat float64, src string) *judge.Result {
+		return &judge.Result{Verdict: &verdict.Verdict{OK: true, Phase: verdict.PhaseLatency, Inst: -1, LatencyS: f(lat), LatencySource: src}}
+	}
+	tasks := []HeldoutRecord{
+		{Task: "refinement", Source: &SourceScript{LatencyS: 4e-6, LatencySource: "model:h100"}},
+		{Task: "refinement", Source: &SourceScript{LatencyS: 1e-6, LatencySource: "model:h100"}},
+		{Task: "refinement", Source: &SourceScript{LatencyS: 1e-6, LatencySource: "cuda:H100"}}, // another source: not compared
+		{Task: "refinement"}, // no source: no baseline
+		{Task: "construction", ReferenceLatencyS: f(3e-6), LatencySource: "model:h100"},
+	}
+	judged := []*judge.Result{passed(2e-6, "model:h100"), passed(2e-6, "model:h100"), passed(2e-6, "model:h100"), passed(1e-6, "model:h100"), {Verdict: &verdict.Verdict{Phase: verdict.PhaseReplay, Inst: -1}}}
+	var samples []SampleRecord
+	for i, h := range tasks {
+		s := SampleRecord{Task: h.Task, Stopped: true, Judgement: judged[i]}
+		s.compare(h)
+		samples = append(samples, s)
+	}
+	if b := samples[0].Baseline; b == nil || b.Speedup == nil || *b.Speedup != 2 {
+		t.Fatalf("baseline of a sample twice as fast as its source: %+v", b)
+	}
+	if b := samples[2].Baseline; b == nil || b.Speedup != nil {
+		t.Errorf("a baseline from another latency source was compared: %+v", b)
+	}
+	if samples[3].Baseline != nil {
+		t.Errorf("a task without a source got a baseline")
+	}
+	if b := samples[4].Baseline; b == nil || b.Speedup != nil {
+		t.Errorf("a failed sample got a speedup: %+v", b)
+	}
+	sp := summarize(samples, []verdict.Phase{judge.PhaseDecode, verdict.PhaseLatency}).Refinement.Speed
+	if sp.Baselines != 3 || sp.Compared != 2 || sp.Faster.N != 1 || sp.Faster.Rate != 0.5 || sp.GeomeanSpeedup == nil || *sp.GeomeanSpeedup < 0.99 || *sp.GeomeanSpeedup > 1.01 {
+		t.Errorf("refinement speed %+v (geomean %v); want 3 baselines, 2 compared, 1 faster, geomean sqrt(2*0.5) = 1", sp, sp.GeomeanSpeedup)
+	}
+	if c := summarize(samples, nil).Construction.Speed; c.Baselines != 1 || c.Compared != 0 || c.GeomeanSpeedup != nil {
+		t.Errorf("construction speed %+v; want 1 baseline, none compared", c)
+	}
+}

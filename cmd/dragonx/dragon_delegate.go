@@ -7,20 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
+
+	"dragonx/internal/torchbin"
 )
 
-// torchBinary is the companion binary that holds the dragon commands: the
-// same program built with -tags=torch. dragonx itself never links libtorch,
-// because loading it costs about 0.7 s at every start (libtorch registers
-// its thousands of operators in static initialisers), which would make a
-// no-op `dragonx run` slow.
-const torchBinary = "dragonx-torch"
-
-// runDragon hands `dragonx dragon ...` to dragonx-torch, found next to this
-// executable or on PATH, with the same arguments and standard streams; its
+// runDragon hands `dragonx dragon ...` to dragonx-torch (findTorchBinary), with the same arguments and standard streams; its
 // exit status becomes ours.
 func runDragon(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 {
@@ -30,7 +22,7 @@ func runDragon(ctx context.Context, e *env, args []string) error {
 			return flag.ErrHelp
 		}
 	}
-	path, err := findTorchBinary(e)
+	path, err := findTorchBinary()
 	if err != nil {
 		return withCode(exitFailure, err)
 	}
@@ -46,18 +38,12 @@ func runDragon(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// findTorchBinary looks for dragonx-torch beside the running executable,
-// then on PATH.
-func findTorchBinary(e *env) (string, error) {
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), torchBinary)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
+// findTorchBinary returns the path of dragonx-torch (package torchbin: $DRAGONX_TORCH,
+// beside this executable, or on PATH).
+func findTorchBinary() (string, error) {
+	p, err := torchbin.Find()
+	if errors.Is(err, torchbin.ErrNotFound) {
+		return "", errors.New("built without libtorch: the dragon commands run in " + torchbin.ErrNotFound.Error())
 	}
-	if p, err := exec.LookPath(torchBinary); err == nil {
-		return p, nil
-	}
-	return "", errors.New("built without libtorch: the dragon commands run in " + torchBinary +
-		" (this program built with -tags=torch; `make build` makes both), which is neither next to this executable nor on PATH")
+	return p, err
 }

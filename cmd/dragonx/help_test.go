@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -34,5 +36,25 @@ func TestHelpEveryCommand(t *testing.T) {
 		if code != exitOK || !strings.Contains(stdout, c.flag) {
 			t.Errorf("dragonx %s: exit %d, want the help with %s:\n%s", strings.Join(c.args, " "), code, c.flag, stdout)
 		}
+	}
+}
+
+// TestStageJobCommand checks that the internal stage-job command is left out
+// of the command list, and that a job this binary cannot run fails saying why.
+func TestStageJobCommand(t *testing.T) {
+	_, stdout, _ := runCLI("help")
+	if strings.Contains(stdout, "stage-job") {
+		t.Errorf("dragonx help lists the internal stage-job command:\n%s", stdout)
+	}
+	p := filepath.Join(t.TempDir(), "job.json")
+	if err := os.WriteFile(p, []byte(`{"kind":"no-such-kind","version":"1","dir":"/","shards":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI("stage-job", p)
+	if code != exitFailure || !strings.Contains(stderr, `this binary has no runner for kind "no-such-kind"`) {
+		t.Errorf("dragonx stage-job (unknown kind): exit %d, stderr %q; want 1 and no runner", code, stderr)
+	}
+	if code, _, _ := runCLI("stage-job"); code != exitUsage {
+		t.Errorf("dragonx stage-job without a file: exit %d, want %d", code, exitUsage)
 	}
 }

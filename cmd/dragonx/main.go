@@ -59,6 +59,8 @@ type command struct {
 	// subcommands: the first argument names a subcommand, so `help CMD
 	// SUB` shows SUB's flags.
 	subcommands bool
+	// hidden commands are left out of `dragonx help` (internal plumbing).
+	hidden bool
 }
 
 // commands lists every subcommand in help order.
@@ -68,6 +70,7 @@ func commands() []*command {
 		cmdKernel, cmdEncode, cmdDecode,
 		cmdVersion,
 		cmdDragon,
+		cmdStageJob,
 	}
 }
 
@@ -202,10 +205,14 @@ func printHelp(w io.Writer) {
 	cs := commands()
 	width := 0
 	for _, c := range cs {
-		width = max(width, len(c.name))
+		if !c.hidden {
+			width = max(width, len(c.name))
+		}
 	}
 	for _, c := range cs {
-		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.short)
+		if !c.hidden {
+			fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.short)
+		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'dragonx help COMMAND' for a command's flags and exit status.")

@@ -6,5 +6,6 @@ import (
 	_ "dragonx/stages/encode"    // kind "encode"
 	_ "dragonx/stages/exec"      // kind "exec"
 	_ "dragonx/stages/harvest"   // kind "harvest"
+	_ "dragonx/stages/sft"       // kind "sft"
 	_ "dragonx/stages/workloads" // kind "workloads"
 )

@@ -1,0 +1,173 @@
+package sft_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"dragonx/stages"
+	"dragonx/stages/sft"
+)
+
+// stageSrc wraps body lines in an sft stage whose inputs are local files;
+// the stage block starts on line 1, so body line k is file line k+1.
+func stageSrc(body string) string {
+	return "stage \"sft\" {\n" + body + "\n  kind = \"sft\"\n  train = \"train.jsonl\"\n  heldout = \"heldout.jsonl\"\n  vocab = \"vocab.txt\"\n}\n"
+}
+
+func load(t *testing.T, src string) (*stages.Config, string) {
+	t.Helper()
+	cfg, diags := stages.LoadSource(filepath.Join(t.TempDir(), "exp.hcl"), []byte(src), stages.LoadOptions{})
+	var b strings.Builder
+	for _, d := range diags {
+		line := 0
+		if d.Subject != nil {
+			line = d.Subject.Start.Line
+		}
+		b.WriteString(d.Summary + ": " + d.Detail + " @" + itoa(line) + "\n")
+	}
+	if diags.HasErrors() {
+		return nil, b.String()
+	}
+	return cfg, b.String()
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func TestDiagnostics(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		want       string // substring of one diagnostic
+		line       int
+	}{
+		{"vocab in model", "  model {\n    vocab = 300\n  }", "vocabulary size is the vocabulary file's", 3},
+		{"seed in optimizer", "  optimizer {\n    seed = 2\n  }", "set seed on the stage", 3},
+		{"unknown attribute", "  learning_rate = 1", "Unsupported argument", 2},
+		{"unknown model attribute", "  model {\n    depth = 3\n  }", `An argument named "depth" is not expected here`, 3},
+		{"wrong type", "  seed = \"one\"", "Unsuitable value", 2},
+		{"threads zero", "  threads = 0", "threads is 0", 2},
+		{"validation one", "  validation = 1", "validation is 1", 2},
+		{"validation negative", "  validation = -0.1", "validation is -0.1", 2},
+		{"overlong unknown", "  overlong = \"cut\"", `overlong is "cut"`, 2},
+		{"checkpoint_every zero", "  checkpoint_every = 0", "checkpoint_every is 0", 2},
+		{"heads do not divide", "  model {\n    width = 100\n    heads = 8\n  }", "model.heads: 8 does not divide width 100", 4},
+		{"negative layers", "  model {\n\n    layers = -1\n  }", "model.layers: -1 is not in", 4},
+		{"dropout one", "  model {\n    dropout = 1\n  }", "model.dropout", 3},
+		{"min_lr above lr", "  optimizer {\n    lr = 1e-4\n    min_lr = 1e-3\n  }", "optimizer.min_lr", 4},
+		{"steps zero", "  optimizer {\n    steps = 0\n  }", "optimizer.steps: 0 is not positive", 3},
+		{"fractional steps", "  optimizer {\n    steps = 1.5\n  }", "Unsuitable value", 3},
+		{"eval target", "  eval {\n    target = \"a100-model\"\n  }", `unknown target "a100-model"`, 3},
+		{"eval tasks negative", "  eval {\n    tasks = -1\n  }", "eval.tasks: -1 is negative", 3},
+		{"eval max_new zero", "  eval {\n    max_new = 0\n  }", "eval.max_new: 0 is not positive", 3},
+		{"duplicate block", "  model {}\n  model {}", "Duplicate model block", 3},
+		{"input not a path", "  kind = \"sft\"", "", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.want == "" {
+				return
+			}
+			_, got := load(t, stageSrc(c.body))
+			found := false
+			for _, l := range strings.Split(got, "\n") {
+				if strings.Contains(l, c.want) && strings.HasSuffix(l, " @"+itoa(c.line)) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("diagnostics:\n%s\nwant one containing %q at line %d", got, c.want, c.line)
+			}
+		})
+	}
+	// Missing inputs.
+	_, got := load(t, "stage \"sft\" {\n  kind = \"sft\"\n}\n")
+	for _, in := range []string{"train", "heldout", "vocab"} {
+		if !strings.Contains(got, `"`+in+`" is required`) {
+			t.Errorf("diagnostics without inputs:\n%s\nwant %s required", got, in)
+		}
+	}
+	// A number where an input goes.
+	_, got = load(t, strings.Replace(stageSrc(""), `train = "train.jsonl"`, "train = 3", 1))
+	if !strings.Contains(got, "Invalid train") {
+		t.Errorf("diagnostics of train = 3:\n%s\nwant Invalid train", got)
+	}
+}
+
+func TestParamsAndDefaults(t *testing.T) {
+	cfg, diags := load(t, stageSrc("  seed = 7\n  checkpoint_every = 5\n  model {\n    context = 256\n  }\n  optimizer {\n    steps = 20\n  }"))
+	if cfg == nil {
+		t.Fatal(diags)
+	}
+	st := cfg.Instances[0].Stage
+	var names []string
+	params := map[string]string{}
+	for _, p := range st.Params() {
+		names = append(names, p.Name)
+		params[p.Name] = p.Value
+	}
+	if got := strings.Join(names, ","); got != "seed,threads,validation,overlong,model,optimizer,eval" {
+		t.Errorf("params %s; want seed,threads,validation,overlong,model,optimizer,eval (checkpoint_every is not one)", got)
+	}
+	if !strings.Contains(params["model"], `"context":256`) || !strings.Contains(params["model"], `"vocab":0`) {
+		t.Errorf("model param %s; want context 256 and vocab 0 (the file's)", params["model"])
+	}
+	if !strings.Contains(params["optimizer"], `"seed":7`) {
+		t.Errorf("optimizer param %s; want the stage's seed 7", params["optimizer"])
+	}
+	sp := st.(*sft.Stage).Spec()
+	if sp.CheckpointEvery != 5 || sp.Threads != 2 || sp.Validation != 0.05 || sp.Overlong != "drop" || sp.Eval.Target != "h100-model" || sp.Model.Vocab < 2 {
+		t.Errorf("spec %+v: defaults wrong", sp)
+	}
+	// checkpoint_every does not change the key's parameters.
+	cfg2, _ := load(t, stageSrc("  seed = 7\n  checkpoint_every = 50\n  model {\n    context = 256\n  }\n  optimizer {\n    steps = 20\n  }"))
+	for i, p := range cfg2.Instances[0].Stage.Params() {
+		if p != st.Params()[i] {
+			t.Errorf("param %s differs with checkpoint_every: %s vs %s", p.Name, p.Value, st.Params()[i].Value)
+		}
+	}
+	var outs []string
+	for _, o := range st.Outputs() {
+		outs = append(outs, o.Name+"="+o.Path)
+	}
+	if got := strings.Join(outs, ","); got != "checkpoint=model.ckpt,loss=loss.csv,metrics=metrics.json,samples=samples.jsonl" {
+		t.Errorf("outputs %s", got)
+	}
+}
+
+func TestSpecValidate(t *testing.T) {
+	cfg, diags := load(t, stageSrc(""))
+	if cfg == nil {
+		t.Fatal(diags)
+	}
+	sp := cfg.Instances[0].Stage.(*sft.Stage).Spec()
+	if err := sp.Validate(); err != nil {
+		t.Fatalf("a decoded spec is invalid: %v", err)
+	}
+	var empty sft.Spec
+	err := empty.Validate()
+	for _, want := range []string{"no train file", "threads 0", "checkpoint_every 0", "unknown overlong policy", "layers"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Spec{}.Validate() = %v; want it to say %q", err, want)
+		}
+	}
+}
+
+// TestRunWithoutTorchBinary: without dragonx-torch the stage fails saying
+// where training runs, before it touches its inputs.
+func TestRunWithoutTorchBinary(t *testing.T) {
+	t.Setenv("DRAGONX_TORCH", "")
+	t.Setenv("PATH", t.TempDir())
+	cfg, diags := load(t, stageSrc(""))
+	if cfg == nil {
+		t.Fatal(diags)
+	}
+	rc := &stages.RunContext{Dir: t.TempDir(), StateDir: t.TempDir(), Key: "k"}
+	err := cfg.Instances[0].Stage.Run(context.Background(), rc)
+	if err == nil || !strings.Contains(err.Error(), "training needs libtorch, which runs in dragonx-torch") {
+		t.Errorf("Run without dragonx-torch = %v; want it to say where training runs", err)
+	}
+}

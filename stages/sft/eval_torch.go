@@ -1,0 +1,161 @@
+//go:build torch
+
+package sft
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"dragonx/dragon"
+	"dragonx/internal/progress"
+	"dragonx/kernels/gpumodel"
+	"dragonx/kernels/judge"
+	"dragonx/kernels/numeric"
+	"dragonx/kernels/verdict"
+	"dragonx/kernels/vocab"
+	"dragonx/kernels/workload"
+	"dragonx/stages/job"
+)
+
+// eosID is <eos>, always id 1 in kernels/vocab.
+const eosID = 1
+
+// sampleBatch is how many held-out prompts are decoded together.
+const sampleBatch = 8
+
+// heldoutTasks picks the first n construction tasks and the first n
+// refinement prompts of heldout.jsonl, in its order.
+func heldoutTasks(held []HeldoutRecord, n int) []HeldoutRecord {
+	var cons, ref []HeldoutRecord
+	for _, h := range held {
+		switch {
+		case h.Task == "construction" && len(cons) < n:
+			cons = append(cons, h)
+		case h.Task == "refinement" && len(ref) < n:
+			ref = append(ref, h)
+		}
+	}
+	return append(cons, ref...)
+}
+
+// judgeOptions are the judge's options for the eval block: up to the
+// numerical gate (eval.numeric) or the static verdict, then the latency on
+// eval.target's model. The gate's compiled programs go to cacheDir.
+func judgeOptions(ev EvalSpec, voc *vocab.Vocab, seed int64, cacheDir string) (judge.Options, error) {
+	lat, err := gpumodel.New(ev.Target, gpumodel.Options{})
+	if err != nil {
+		return judge.Options{}, err
+	}
+	opts := judge.Options{Until: verdict.PhaseVerify, Latency: lat, Vocab: voc}
+	if ev.Numeric {
+		opts.Until = verdict.PhaseNumeric
+		if opts.Gate, err = numeric.New(numeric.Options{CacheDir: cacheDir, Seed: uint64(seed)}); err != nil {
+			return judge.Options{}, err
+		}
+	}
+	return opts, nil
+}
+
+// evaluate samples one greedy continuation per held-out task (stopping at
+// <eos>, at most max_new tokens) and judges it. It returns the samples, the
+// judge's phases, the sampling time and the tokens generated.
+func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []HeldoutRecord, sp Spec, env *job.Env, logf func(string, ...any)) ([]SampleRecord, []verdict.Phase, time.Duration, int, error) {
+	tasks := heldoutTasks(held, sp.Eval.Tasks)
+	gateDir, err := os.MkdirTemp("", "dragonx-sft-gate-")
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	defer os.RemoveAll(gateDir)
+	jopts, err := judgeOptions(sp.Eval, voc, sp.Seed, gateDir)
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	judges := map[string]*judge.Judge{}
+	judgeOf := func(h HeldoutRecord) (*judge.Judge, error) {
+		if j, ok := judges[string(h.Workload)]; ok {
+			return j, nil
+		}
+		spec, err := workload.Parse(h.Workload)
+		if err != nil {
+			return nil, fmt.Errorf("held-out %s task %d: %w", h.Task, h.Index, err)
+		}
+		j, err := judge.New(spec, jopts)
+		if err != nil {
+			return nil, fmt.Errorf("held-out %s task %d: %w", h.Task, h.Index, err)
+		}
+		judges[string(h.Workload)] = j
+		return j, nil
+	}
+	// Every judge runs the same phases (same options); none without tasks.
+	var phases []verdict.Phase
+
+	out := make([]SampleRecord, len(tasks))
+	var todo []int
+	for i, h := range tasks {
+		out[i] = SampleRecord{Task: h.Task, Index: h.Index, Hash: h.Hash, Family: h.Family, PromptTokens: len(h.Prompt)}
+		if len(h.Prompt) >= sp.Model.Context {
+			out[i].Skipped = fmt.Sprintf("the prompt of %d tokens leaves no room in the context of %d", len(h.Prompt), sp.Model.Context)
+			continue
+		}
+		todo = append(todo, i)
+	}
+	// A batch generates at most as many tokens as its longest prompt leaves
+	// room for in the context, so prompts with room for max_new tokens are
+	// batched, and the others sampled alone: every task gets min(max_new,
+	// its own room), whatever the batch it is in.
+	var batches [][]int
+	var full []int
+	for _, i := range todo {
+		if len(tasks[i].Prompt)+sp.Eval.MaxNew-1 <= sp.Model.Context {
+			full = append(full, i)
+		} else {
+			batches = append(batches, []int{i})
+		}
+	}
+	for b := 0; b < len(full); b += sampleBatch {
+		batches = append(batches, full[b:min(b+sampleBatch, len(full))])
+	}
+	var sampleTime time.Duration
+	generated, done := 0, 0
+	opts := dragon.SampleOptions{MaxNew: sp.Eval.MaxNew, Stop: []int{eosID}, Seed: sp.Seed}
+	for _, idx := range batches {
+		prompts := make([][]int, len(idx))
+		for k, i := range idx {
+			prompts[k] = tasks[i].Prompt
+		}
+		start := time.Now()
+		got, err := m.Sample(ctx, prompts, opts)
+		if err != nil {
+			return nil, nil, 0, 0, fmt.Errorf("sampling held-out tasks: %w", err)
+		}
+		sampleTime += time.Since(start)
+		for k, i := range idx {
+			s := got[k]
+			generated += len(s.Tokens)
+			j, err := judgeOf(tasks[i])
+			if err != nil {
+				return nil, nil, 0, 0, err
+			}
+			r, err := j.Judge(ctx, s.Tokens)
+			if err != nil {
+				return nil, nil, 0, 0, err
+			}
+			out[i].Tokens, out[i].Stopped, out[i].Judgement = len(s.Tokens), s.Stopped, r
+			out[i].compare(tasks[i])
+			ids := s.Tokens
+			if s.Stopped {
+				ids = ids[:len(ids)-1]
+			}
+			if text, err := voc.Decode(ids); err == nil {
+				out[i].Script = text
+			}
+			phases = j.Phases()
+		}
+		done += len(idx)
+		env.Progress.Report(progress.Event{Done: int64(done), Total: int64(len(todo)), Unit: "samples"})
+	}
+	logf("sampled and judged %d held-out tasks (%d skipped): %d tokens in %.1f s of sampling", len(todo), len(tasks)-len(todo), generated, sampleTime.Seconds())
+	return out, phases, sampleTime, generated, nil
+}

@@ -58,6 +58,19 @@ type Sample struct {
 	// Stopped says a stop token ended the sequence (rather than MaxNew or
 	// the context).
 	Stopped bool `json:"stopped"`
+	// MaskedLogProbs[i] is log p(Tokens[i]) under the distribution
+	// renormalised over the tokens the constraint allowed (temperature 1,
+	// before top-k and top-p); equal to LogProbs without a constraint.
+	MaskedLogProbs []float32 `json:"masked_logprobs,omitempty"`
+	// Allow[i] is the constraint's mask at token i (nil without a
+	// constraint): Completion.Allow for Model.Score, which then gives
+	// MaskedLogProbs.
+	Allow [][]bool `json:"-"`
+	// Err is why this row stopped early, if it failed (its constraint
+	// allowed nothing or returned an error, its logits were not finite):
+	// the row keeps the tokens before the failure and the other rows are
+	// unaffected.
+	Err error `json:"-"`
 }
 
 // Validate reports every problem of o, each as a *FieldError, joined.

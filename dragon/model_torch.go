@@ -36,6 +36,9 @@ type Model struct {
 	training bool
 	// frozen models have no gradients and refuse optimizers (Freeze).
 	frozen bool
+	// lastPrefillRows is the number of rows the last SampleRows prefilled
+	// (for tests of prompt sharing).
+	lastPrefillRows int
 }
 
 // block aliases one transformer block's entries of Model.params.

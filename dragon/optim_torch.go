@@ -3,11 +3,15 @@
 package dragon
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
+
+	"dragonx/internal/torchrt"
 )
 
 // Optimizer is AdamW over a model's parameters, with clipping to the global
@@ -263,4 +267,73 @@ func (m *Model) zeroGrads() {
 		}
 		g.Drop()
 	}
+}
+
+// WriteCheckpoint writes everything an exact resume of the optimizer needs
+// as one checkpoint file: the model, AdamW's moments, the step count,
+// libtorch's RNG state, and state, the caller's own resume state as JSON
+// (nil for none; a policy-gradient stage's step, seeds, curves' cursor).
+// Runtime.ReadCheckpoint reads the model from it, Runtime.ResumeOptimizer
+// the whole optimizer.
+func (o *Optimizer) WriteCheckpoint(w io.Writer, state json.RawMessage) error {
+	if o.closed {
+		return ErrClosed
+	}
+	if state != nil && !json.Valid(state) {
+		return fmt.Errorf("dragon: writing the optimizer checkpoint: the caller's state is not valid JSON")
+	}
+	st := &optimState{Config: o.cfg, Step: o.step, State: state}
+	var vals [][]float32
+	err := o.m.do(func() error {
+		var err error
+		if vals, err = o.m.paramValues(); err != nil {
+			return err
+		}
+		mom, err := o.momentValues()
+		if err != nil {
+			return err
+		}
+		vals = append(vals, mom...)
+		st.TorchRNG, err = torchrt.RNGState()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeCheckpoint(w, &checkpoint{Config: o.m.cfg, Tokenizer: o.m.tok, Optim: st, Values: vals})
+}
+
+// ResumeOptimizer restores an optimizer and its model from a checkpoint
+// written by Optimizer.WriteCheckpoint, with libtorch's RNG state, and
+// returns the caller's state stored with it. The model is new (in training
+// mode: set the mode the run used); close it after the optimizer.
+func (r *Runtime) ResumeOptimizer(rd io.Reader) (*Optimizer, json.RawMessage, error) {
+	ck, err := readCheckpoint(rd)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ck.Optim == nil {
+		what := "a model only"
+		if ck.Train != nil {
+			what = "a trainer's state (Runtime.ResumeTrainer reads it)"
+		}
+		return nil, nil, fmt.Errorf("dragon: resuming an optimizer: the checkpoint holds %s", what)
+	}
+	m, err := r.modelFrom(ck)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(m.specs)
+	o, err := newOptimizer(m, ck.Optim.Config, ck.Optim.Step, ck.Values[n:])
+	if err == nil {
+		err = m.do(func() error { return torchrt.SetRNGState(ck.Optim.TorchRNG) })
+		if err != nil {
+			o.Close()
+		}
+	}
+	if err != nil {
+		m.Close()
+		return nil, nil, fmt.Errorf("dragon: resuming an optimizer: %w", err)
+	}
+	return o, ck.Optim.State, nil
 }

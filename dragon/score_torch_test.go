@@ -3,9 +3,12 @@
 package dragon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -473,5 +476,106 @@ func TestClone(t *testing.T) {
 	b2, _ := modelValues(c)
 	if a2[0][0] != a[0][0] || b2[0][0] == b[0][0] {
 		t.Errorf("after a step of the clone: original wte[0] %v -> %v, clone %v -> %v", a[0][0], a2[0][0], b[0][0], b2[0][0])
+	}
+}
+
+// TestOptimizerResume: an optimizer restored from its checkpoint continues
+// bit for bit (weights, moments, step, schedule), after a real disturbance
+// of libtorch's generator, and hands back the caller's state.
+func TestOptimizerResume(t *testing.T) {
+	rt := newTestRuntime(t)
+	cfg := tinyConfig()
+	cfg.Dropout = 0.2 // training mode: the RNG state matters
+	m := newTestModel(t, rt, cfg, seed(t))
+	ac := AdamWConfig{LR: 1e-2, MinLR: 1e-3, Warmup: 2, Steps: 8, WeightDecay: 0.1, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Clip: 0.5}
+	o, err := NewOptimizer(m, ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	cs := []Completion{{Prompt: []int{1, 2}, Tokens: []int{3, 4, 5}}, {Prompt: []int{7}, Tokens: []int{8, 9}}}
+	ctx := context.Background()
+	loss := func(lp [][]float64) (float64, [][]float64, error) {
+		d := [][]float64{{-1, -0.5, -2}, {-1, 1}}
+		var v float64
+		for i := range lp {
+			for j, x := range lp[i] {
+				v += d[i][j] * x
+			}
+		}
+		return v, d, nil
+	}
+	steps := func(o *Optimizer, n int) []Minimized {
+		var out []Minimized
+		for range n {
+			r, err := o.Minimize(ctx, cs, ScoreOptions{}, loss)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	steps(o, 3)
+	var ck bytes.Buffer
+	if err := o.WriteCheckpoint(&ck, json.RawMessage(`{"cursor":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	want := steps(o, 4)
+	wantVals, _ := modelValues(m)
+
+	disturb(t, rt)
+	o2, state, err := rt.ResumeOptimizer(bytes.NewReader(ck.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Model().Close()
+	defer o2.Close()
+	if string(state) != `{"cursor":3}` || o2.Steps() != 3 || o2.Config() != ac {
+		t.Errorf("resumed: state %s, step %d, config %+v", state, o2.Steps(), o2.Config())
+	}
+	got := steps(o2, 4)
+	for i := range want {
+		if got[i].Loss != want[i].Loss || got[i].GradNorm != want[i].GradNorm || got[i].LR != want[i].LR || got[i].Step != want[i].Step {
+			t.Errorf("step %d: resumed %+v; want %+v", i+4, got[i].OptimStep, want[i].OptimStep)
+		}
+	}
+	gotVals, _ := modelValues(o2.Model())
+	for i := range wantVals {
+		if !slices.Equal(gotVals[i], wantVals[i]) {
+			t.Fatalf("%s differs after the resumed steps", m.specs[i].Name)
+		}
+	}
+	if _, err := rt.ResumeTrainer(bytes.NewReader(ck.Bytes()), []Example{{Prompt: []int{1}, Target: []int{2}}}, nil); err == nil || !strings.Contains(err.Error(), "ResumeOptimizer") {
+		t.Errorf("ResumeTrainer of an optimizer checkpoint: %v", err)
+	}
+	var mk bytes.Buffer
+	if err := m.WriteCheckpoint(&mk); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rt.ResumeOptimizer(&mk); err == nil {
+		t.Error("ResumeOptimizer of a model checkpoint succeeded")
+	}
+	if rm, err := rt.ReadCheckpoint(bytes.NewReader(ck.Bytes())); err != nil {
+		t.Errorf("ReadCheckpoint of an optimizer checkpoint: %v", err)
+	} else {
+		rm.Close()
+	}
+}
+
+// disturb draws from libtorch's generator, so that a resume that does not
+// restore it continues differently.
+func disturb(t *testing.T, rt *Runtime) {
+	t.Helper()
+	err := rt.do(func() error {
+		x, err := ts.Rand([]int64{16}, gotch.Float, gotch.CPU)
+		if err != nil {
+			return err
+		}
+		x.Drop()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

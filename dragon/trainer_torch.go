@@ -313,6 +313,9 @@ func (r *Runtime) ResumeTrainer(rd io.Reader, train, eval []Example) (*Trainer, 
 		return nil, err
 	}
 	if ck.Train == nil {
+		if ck.Optim != nil {
+			return nil, fmt.Errorf("dragon: resuming: the checkpoint holds an optimizer's state, not a trainer's (Runtime.ResumeOptimizer reads it)")
+		}
 		return nil, fmt.Errorf("dragon: resuming: the checkpoint holds a model only (no training state)")
 	}
 	if d := examplesDigest(train); d != ck.Train.Data {

@@ -33,16 +33,6 @@ type Optimizer struct {
 	closed     bool
 }
 
-// OptimStep describes one Optimizer.Step.
-type OptimStep struct {
-	// Step is the number of steps done after this one.
-	Step int
-	// LR is the learning rate the step used.
-	LR float64
-	// GradNorm is the global gradient norm before clipping.
-	GradNorm float64
-}
-
 // NewOptimizer creates an optimizer for m's parameters with zero moments.
 // m must not be frozen.
 func NewOptimizer(m *Model, cfg AdamWConfig) (*Optimizer, error) {

@@ -215,15 +215,6 @@ func (s *Scores) Release() error {
 	})
 }
 
-// Minimized describes one Optimizer.Minimize call.
-type Minimized struct {
-	OptimStep
-	// Loss is the loss before the update.
-	Loss float64
-	// LogProbs are the scored log-probabilities the loss was computed from.
-	LogProbs [][]float64
-}
-
 // Minimize does one optimizer step on a loss of log-probabilities: it
 // scores cs with gradients, computes loss (in Go), backpropagates its
 // derivatives, clips and updates. It returns the loss, the gradient norm

@@ -196,13 +196,15 @@ func (o *Optimizer) update(lr float64) (float64, error) {
 	// min_lr = 0) the factors are -Inf, and where v = 0 (a parameter that
 	// never had a gradient) d = 0·(-Inf) = NaN. The update lr·m/(...) is
 	// then exactly 0, so the parameters are left as they are (the moments
-	// still advance). The same holds for an lr so small that 1/lr overflows:
-	// its update is below the smallest float32.
+	// still advance). The same holds for an lr so small that the factors
+	// overflow float32, the tensors' type (lr below ~1e-38): its update,
+	// lr times a ratio of moments of order 1, is below float32's normal
+	// range, which the runtime flushes to zero.
 	k := float64(o.step + 1)
 	bc1 := 1 - math.Pow(o.cfg.Beta1, k)
 	bc2 := 1 - math.Pow(o.cfg.Beta2, k)
 	fa, fb := -bc1/(lr*math.Sqrt(bc2)), -bc1/lr*o.cfg.Eps
-	move := lr > 0 && !math.IsInf(fa, 0) && !math.IsInf(fb, 0)
+	move := lr > 0 && math.Abs(fa) <= math.MaxFloat32 && math.Abs(fb) <= math.MaxFloat32
 	sa := ts.FloatScalar(fa)
 	sb := ts.FloatScalar(fb)
 	decay := ts.FloatScalar(1 - lr*o.cfg.WeightDecay)

@@ -428,59 +428,62 @@ func TestSoak(t *testing.T) {
 }
 
 // TestZeroMinLRFinite trains with min_lr = 0 to the last step, whose
-// learning rate is exactly 0, and checks every weight stays finite. The
-// position embeddings past the longest example never get a gradient, so
-// their second moments stay 0: the AdamW step must not divide by the
-// learning rate there (it once computed 0·(-Inf) = NaN).
+// learning rate is exactly 0, and checks every weight stays finite and
+// unchanged by that step; likewise with a min_lr so small (1e-45) that the
+// AdamW factors, which divide by it, overflow float32. The position
+// embeddings past the longest example never get a gradient, so their
+// second moments stay 0: the AdamW step must not divide by the learning
+// rate there (it once computed 0·(-Inf) = NaN).
 func TestZeroMinLRFinite(t *testing.T) {
-	rt := newTestRuntime(t)
-	rng := rand.New(rand.NewPCG(uint64(seed(t)), 9))
-	train := reversalExamples(rng, 32, 2, 4, map[string]bool{})
-	m := newTestModel(t, rt, Config{Layers: 1, Width: 32, Heads: 2, Context: 32, Vocab: revVocab}, 1)
-	tc := DefaultTrainConfig()
-	tc.Steps, tc.Batch, tc.Warmup, tc.MinLR = 6, 8, 2, 0
-	if lr := tc.LRAt(tc.Steps - 1); lr != 0 {
-		t.Fatalf("the last step's learning rate is %v; the test needs exactly 0", lr)
-	}
-	tr, err := NewTrainer(m, tc, train, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	before, err := modelValues(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	trainLosses(t, tr, tc.Steps-1)
-	mid, err := modelValues(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tr.TrainStep(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.LR != 0 {
-		t.Fatalf("last step: lr %v", st.LR)
-	}
-	after, err := modelValues(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, vs := range after {
-		name := m.specs[i].Name
-		for j, v := range vs {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				t.Fatalf("%s[%d] = %v after the step with lr 0", name, j, v)
+	for _, minLR := range []float64{0, 1e-45} {
+		t.Run(fmt.Sprint(minLR), func(t *testing.T) {
+			rt := newTestRuntime(t)
+			rng := rand.New(rand.NewPCG(uint64(seed(t)), 9))
+			train := reversalExamples(rng, 32, 2, 4, map[string]bool{})
+			m := newTestModel(t, rt, Config{Layers: 1, Width: 32, Heads: 2, Context: 32, Vocab: revVocab}, 1)
+			tc := DefaultTrainConfig()
+			tc.Steps, tc.Batch, tc.Warmup, tc.MinLR = 6, 8, 2, minLR
+			if lr := tc.LRAt(tc.Steps - 1); lr != minLR {
+				t.Fatalf("the last step's learning rate is %v; the test needs exactly %v", lr, minLR)
 			}
-			// A zero learning rate changes nothing (the decay too is lr-scaled).
-			if v != mid[i][j] {
-				t.Fatalf("%s[%d] changed from %v to %v at lr 0", name, j, mid[i][j], v)
+			tr, err := NewTrainer(m, tc, train, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	if slices.EqualFunc(before, mid, slices.Equal) {
-		t.Error("the steps before the last did not train")
+			defer tr.Close()
+			before, err := modelValues(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			trainLosses(t, tr, tc.Steps-1)
+			mid, err := modelValues(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tr.TrainStep(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			after, err := modelValues(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, vs := range after {
+				name := m.specs[i].Name
+				for j, v := range vs {
+					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+						t.Fatalf("%s[%d] = %v after the step with lr %v", name, j, v, minLR)
+					}
+					// Such a learning rate changes nothing (the decay too is
+					// lr-scaled).
+					if v != mid[i][j] {
+						t.Fatalf("%s[%d] changed from %v to %v at lr %v", name, j, mid[i][j], v, minLR)
+					}
+				}
+			}
+			if slices.EqualFunc(before, mid, slices.Equal) {
+				t.Error("the steps before the last did not train")
+			}
+		})
 	}
 }
 

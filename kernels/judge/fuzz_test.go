@@ -1,0 +1,61 @@
+package judge_test
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+	"strings"
+	"testing"
+
+	"dragonx/kernels/judge"
+)
+
+// idsOf reads pairs of bytes as ids in [-1, VocabSize]: every id of the
+// vocabulary and one beyond each end.
+func idsOf(data []byte, size int) []int {
+	ids := make([]int, 0, len(data)/2)
+	for i := 0; i+1 < len(data); i += 2 {
+		ids = append(ids, int(binary.LittleEndian.Uint16(data[i:]))%(size+2)-1)
+	}
+	return ids
+}
+
+func bytesOf(ids []int) []byte {
+	out := make([]byte, 0, 2*len(ids))
+	for _, id := range ids {
+		out = binary.LittleEndian.AppendUint16(out, uint16(id+1))
+	}
+	return out
+}
+
+// FuzzJudge judges random token sequences (and mutations of a real
+// script's): the judge never panics, never fails itself, and its result
+// is a verdict of one of its phases.
+func FuzzJudge(f *testing.F) {
+	gmm := parseSpec(f, gmmSpec)
+	j := newJudge(f, gmm, judge.Options{})
+	size := defaultVocab(f).VocabSize()
+	good := drawn(f, gmm, true)
+	f.Add(bytesOf(tokens(f, good)))
+	f.Add(bytesOf(tokens(f, drawn(f, gmm, false))))
+	f.Add(bytesOf(tokens(f, strings.Replace(good, "GetLoops b0\n", "GetLoops b9\n", 1))))
+	f.Add(bytesOf([]int{1}))
+	f.Add([]byte{})
+	phases := j.Phases()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ids := idsOf(data, size)
+		r, err := j.Judge(context.Background(), ids)
+		if err != nil {
+			t.Fatalf("judge error: %v", err)
+		}
+		if r.Verdict == nil || !slices.Contains(phases, r.Phase) || r.Tokens > len(ids) {
+			t.Fatalf("result %s", r.JSON())
+		}
+		if r.OK != (r.Error == "") || (r.OK && r.Phase != phases[len(phases)-1]) {
+			t.Fatalf("result %s", r.JSON())
+		}
+		if strings.Contains(r.Error, "internal error") {
+			t.Fatalf("a panic in the checks: %s", r.JSON())
+		}
+	})
+}

@@ -170,6 +170,12 @@ func (o *Optimizer) update(lr float64) (float64, error) {
 	norms := make([]*ts.Tensor, len(m.params))
 	for i, p := range m.params {
 		grads[i] = a.grad(p)
+		if a.err != nil {
+			return 0, a.err
+		}
+		if ok, err := grads[i].Defined(); err != nil || !ok {
+			return 0, fmt.Errorf("dragon: %s has no gradient (no backward pass since the last step)", m.specs[i].Name)
+		}
 		norms[i] = a.norm(grads[i])
 	}
 	total := a.norm(a.stack(norms))

@@ -391,6 +391,19 @@ func TestMinimize(t *testing.T) {
 	if _, err := NewTrainer(ref, DefaultTrainConfig(), []Example{{Prompt: []int{1}, Target: []int{2}}}, nil); err == nil {
 		t.Error("NewTrainer accepted a frozen model")
 	}
+	fresh, err := m.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	fo, err := NewOptimizer(fresh, o.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fo.Close()
+	if _, err := fo.Step(); err == nil || !strings.Contains(err.Error(), "no gradient") {
+		t.Errorf("a step without a backward pass: %v", err)
+	}
 	bad := func([][]float64) (float64, [][]float64, error) { return math.NaN(), nil, nil }
 	if _, err := o.Minimize(ctx, cs, ScoreOptions{}, bad); err == nil {
 		t.Error("Minimize accepted a NaN loss")

@@ -174,7 +174,7 @@ func (o *Optimizer) update(lr float64) (float64, error) {
 			return 0, a.err
 		}
 		if ok, err := grads[i].Defined(); err != nil || !ok {
-			return 0, fmt.Errorf("dragon: %s has no gradient (no backward pass since the last step)", m.specs[i].Name)
+			return 0, fmt.Errorf("dragon: %s has no gradient (no backward pass yet)", m.specs[i].Name)
 		}
 		norms[i] = a.norm(grads[i])
 	}

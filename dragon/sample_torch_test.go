@@ -316,3 +316,23 @@ func TestGroupLoopMemoryFlat(t *testing.T) {
 		t.Errorf("the loop grows the RSS by %.0f KB over %d iterations; want < 1 MB", float64(grow)/1024, n)
 	}
 }
+
+// TestSampleNonFiniteLogits: a model whose logits are NaN fails every row
+// on its Sample, not the call.
+func TestSampleNonFiniteLogits(t *testing.T) {
+	rt := newTestRuntime(t)
+	cfg := tinyConfig()
+	vals := initValues(cfg, seed(t))
+	lnfB := len(vals) - 1
+	vals[lnfB][0] = math.NaN()
+	m := modelOf(t, rt, cfg, gotch.Float, vals)
+	out, err := m.Sample(context.Background(), [][]int{{1, 2}, {3}}, SampleOptions{Temperature: 1, MaxNew: 4})
+	if err != nil {
+		t.Fatalf("Sample failed the call: %v", err)
+	}
+	for i, s := range out {
+		if s.Err == nil || !strings.Contains(s.Err.Error(), "not finite") || len(s.Tokens) != 0 {
+			t.Errorf("row %d: %+v; want a not-finite error and no tokens", i, s)
+		}
+	}
+}

@@ -474,13 +474,39 @@ func TestClone(t *testing.T) {
 			}
 		}
 	}
+	// A frozen clone scores exactly as the original (eval mode, with
+	// gradients): a GRPO ratio against it is exactly 1, its KL exactly 0.
+	ref, err := m.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	ref.Freeze()
+	ctx := context.Background()
+	sc := []Completion{{Prompt: []int{1, 2, 3}, Tokens: []int{4, 5, 6, 7}}, {Prompt: []int{8}, Tokens: []int{9, 10}}}
+	want, err := ref.ScoreNoGrad(ctx, sc, ScoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetTraining(false)
+	s, err := m.Score(ctx, sc, ScoreOptions{})
+	m.SetTraining(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Release()
+	for i := range want {
+		if !slices.Equal(s.LogProbs[i], want[i]) {
+			t.Errorf("completion %d: policy %v, frozen clone %v", i, s.LogProbs[i], want[i])
+		}
+	}
 	o, err := NewOptimizer(c, AdamWConfig{LR: 0.1, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
 	cs := []Completion{{Prompt: []int{1}, Tokens: []int{2}}}
-	if _, err := o.Minimize(context.Background(), cs, ScoreOptions{}, func(lp [][]float64) (float64, [][]float64, error) {
+	if _, err := o.Minimize(ctx, cs, ScoreOptions{}, func(lp [][]float64) (float64, [][]float64, error) {
 		return -lp[0][0], [][]float64{{-1}}, nil
 	}); err != nil {
 		t.Fatal(err)

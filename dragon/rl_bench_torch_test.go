@@ -4,6 +4,7 @@ package dragon
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -59,13 +60,19 @@ func BenchmarkScore(b *testing.B) {
 }
 
 // BenchmarkGroupSample samples G = 8 completions of 128 tokens of one
-// 128-token prompt: as one group (one prefill, shared), as one batch of 8
-// prefills, and as 8 calls of one row.
+// prompt of 128 or 384 tokens: as one group (one prefill, shared), as one
+// batch of 8 prefills, and as 8 calls of one row.
 func BenchmarkGroupSample(b *testing.B) {
+	for _, p := range []int{128, 384} {
+		b.Run(fmt.Sprintf("prompt%d", p), func(b *testing.B) { benchGroupSample(b, p) })
+	}
+}
+
+func benchGroupSample(b *testing.B, promptLen int) {
 	rt := newTestRuntime(b)
 	m := newTestModel(b, rt, benchSampleConfig(), 1)
 	rng := rand.New(rand.NewPCG(1, 3))
-	prompt := randomTokens(rng, 128, 512)
+	prompt := randomTokens(rng, promptLen, 512)
 	const g, n = 8, 128
 	rows := make([]SampleRow, g)
 	for i := range rows {

@@ -47,7 +47,9 @@ func NewTrainer(m *Model, cfg TrainConfig, train, eval []Example) (*Trainer, err
 	if err != nil {
 		return nil, err
 	}
-	m.do(func() error { torchrt.ManualSeed(uint64(cfg.Seed)); return nil })
+	if err := m.do(func() error { torchrt.ManualSeed(uint64(cfg.Seed)); return nil }); err != nil {
+		return nil, err
+	}
 	if t.opt, err = NewOptimizer(m, cfg.AdamW()); err != nil {
 		return nil, err
 	}

@@ -100,6 +100,9 @@ type Sample struct {
 	// renormalised over the tokens the constraint allowed (temperature 1,
 	// before top-k and top-p); equal to LogProbs without a constraint.
 	MaskedLogProbs []float32 `json:"masked_logprobs,omitempty"`
+	// Entropy[i] is the entropy (nats) of the distribution MaskedLogProbs
+	// is taken from, at token i: the policy's entropy for RL curves.
+	Entropy []float32 `json:"entropy,omitempty"`
 	// Allow[i] is the constraint's mask at token i (nil without a
 	// constraint): Completion.Allow for Model.Score, which then gives
 	// MaskedLogProbs.
@@ -168,8 +171,9 @@ func newPicker(opts SampleOptions, vocab int, seeds []int64) *picker {
 type picked struct {
 	tok int
 	// lp is its log-probability under the unfiltered distribution, mlp
-	// under the distribution renormalised over the allowed tokens.
-	lp, mlp float32
+	// under the distribution renormalised over the allowed tokens, and ent
+	// the entropy of the latter (temperature 1).
+	lp, mlp, ent float32
 	// allow is a copy of the constraint's mask (nil without one).
 	allow []bool
 }
@@ -229,6 +233,14 @@ func (p *picker) pick(row int, prompt, generated []int, logits []float32) (picke
 		}
 		mlse = maxl + math.Log(zm)
 	}
+	// H = -Σ p·log p over the allowed tokens, log p = l - mlse.
+	var h float64
+	for _, c := range p.cand {
+		if lp := float64(logits[c]) - mlse; !math.IsInf(lp, -1) {
+			h -= math.Exp(lp) * lp
+		}
+	}
+	out.ent = float32(h)
 	out.tok = p.choose(p.rngs[row], logits)
 	out.lp = float32(float64(logits[out.tok]) - lse)
 	out.mlp = float32(float64(logits[out.tok]) - mlse)

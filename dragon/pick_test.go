@@ -34,6 +34,16 @@ func TestPickGreedyAndLogProb(t *testing.T) {
 		t.Errorf("renormalised log-prob %v; want %v", pk.mlp, 1-math.Log(zm))
 	} else if !slices.Equal(pk.allow, []bool{true, false, true, false, true}) {
 		t.Errorf("mask %v", pk.allow)
+	} else {
+		// Entropy of the renormalised distribution over tokens 0, 2, 4.
+		var h float64
+		for _, l := range []float64{0.5, -1, 1} {
+			q := math.Exp(l) / zm
+			h -= q * math.Log(q)
+		}
+		if math.Abs(float64(pk.ent)-h) > 1e-6 {
+			t.Errorf("entropy %v; want %v", pk.ent, h)
+		}
 	}
 }
 

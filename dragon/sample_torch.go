@@ -175,6 +175,7 @@ func (m *Model) sampleRows(ctx context.Context, rows []SampleRow, opts SampleOpt
 			s.Tokens = append(s.Tokens, c.tok)
 			s.LogProbs = append(s.LogProbs, c.lp)
 			s.MaskedLogProbs = append(s.MaskedLogProbs, c.mlp)
+			s.Entropy = append(s.Entropy, c.ent)
 			if c.allow != nil {
 				s.Allow = append(s.Allow, c.allow)
 			}

@@ -1,12 +1,12 @@
 package dragon
 
-// Checkpoint file format, version 1. A checkpoint is one self-contained byte
+// Checkpoint file format, version 2. A checkpoint is one self-contained byte
 // stream (the cache stores it as a blob):
 //
 //	magic    8 bytes  "DRAGONCK"
-//	version  uint32   little-endian, 1
+//	version  uint32   little-endian, 1 or 2
 //	hlen     uint32   little-endian, length of the header
-//	header   hlen bytes of JSON: {"config", "tokenizer", "tensors", "train"}
+//	header   hlen bytes of JSON: {"config", "tokenizer", "tensors", "train", "optimizer"}
 //	data     every tensor of header.tensors in order, float32 little-endian
 //	digest   32 bytes, SHA-256 of everything before it
 //
@@ -18,6 +18,12 @@ package dragon
 // foreign file is an error, never a half-loaded model. "train" holds what an
 // exact resume needs besides the moments: the training config, the step, the
 // data cursor, libtorch's RNG state and a digest of the training examples.
+//
+// Version 2 adds "optimizer" (an Optimizer's checkpoint: its config, step,
+// libtorch's RNG state and the caller's own state as JSON), which also
+// brings the moments. A checkpoint without it is written as version 1,
+// byte for byte as before, so older builds still read model and trainer
+// checkpoints and refuse optimizer ones by their version.
 
 import (
 	"bufio"
@@ -35,7 +41,9 @@ import (
 
 const (
 	checkpointMagic   = "DRAGONCK"
-	checkpointVersion = 1
+	checkpointVersion = 2
+	// checkpointVersion1 is written when no version 2 field is present.
+	checkpointVersion1 = 1
 	// maxHeaderLen bounds the JSON header (a 1024-layer model lists about
 	// 12k tensors, well under 1 MiB).
 	maxHeaderLen = 16 << 20
@@ -50,6 +58,9 @@ type checkpoint struct {
 	Tokenizer string
 	// Train is nil for a model-only checkpoint.
 	Train *trainState
+	// Optim is an Optimizer's state (nil but for its checkpoints; never
+	// with Train).
+	Optim *optimState
 	// Values holds every tensor's values in checkpointTensors order.
 	Values [][]float32
 }
@@ -71,11 +82,25 @@ type trainState struct {
 	Data string `json:"data"`
 }
 
+// optimState is what an Optimizer's exact resume needs besides the
+// weights and moments.
+type optimState struct {
+	Config AdamWConfig `json:"config"`
+	// Step is the number of optimizer steps done.
+	Step int `json:"step"`
+	// TorchRNG is libtorch's CPU generator state (dropout).
+	TorchRNG []byte `json:"torch_rng"`
+	// State is the caller's own state (e.g. a policy-gradient stage's
+	// cursor), opaque JSON.
+	State json.RawMessage `json:"state,omitempty"`
+}
+
 type checkpointHeader struct {
 	Config    Config          `json:"config"`
 	Tokenizer string          `json:"tokenizer"`
 	Tensors   []checkpointTen `json:"tensors"`
 	Train     *trainState     `json:"train,omitempty"`
+	Optim     *optimState     `json:"optimizer,omitempty"`
 }
 
 type checkpointTen struct {
@@ -83,15 +108,17 @@ type checkpointTen struct {
 	Shape []int64 `json:"shape"`
 }
 
-// checkpointTensors lists the tensors a checkpoint of cfg holds.
-func checkpointTensors(cfg Config, train bool) []checkpointTen {
+// checkpointTensors lists the tensors a checkpoint of cfg holds: the
+// parameters, then AdamW's moments when moments (a trainer's or an
+// optimizer's checkpoint).
+func checkpointTensors(cfg Config, moments bool) []checkpointTen {
 	specs := paramSpecs(cfg)
 	var out []checkpointTen
 	for _, prefix := range []string{"", "adam.m.", "adam.v."} {
 		for _, s := range specs {
 			out = append(out, checkpointTen{Name: prefix + s.Name, Shape: s.Shape})
 		}
-		if !train {
+		if !moments {
 			break
 		}
 	}
@@ -111,7 +138,10 @@ func writeCheckpoint(w io.Writer, ck *checkpoint) error {
 	if err := ck.Config.Validate(); err != nil {
 		return fmt.Errorf("dragon: writing checkpoint: %w", err)
 	}
-	tens := checkpointTensors(ck.Config, ck.Train != nil)
+	if ck.Train != nil && ck.Optim != nil {
+		return fmt.Errorf("dragon: writing checkpoint: both a trainer's and an optimizer's state")
+	}
+	tens := checkpointTensors(ck.Config, ck.Train != nil || ck.Optim != nil)
 	if len(ck.Values) != len(tens) {
 		return fmt.Errorf("dragon: writing checkpoint: %d tensors, want %d", len(ck.Values), len(tens))
 	}
@@ -120,7 +150,7 @@ func writeCheckpoint(w io.Writer, ck *checkpoint) error {
 			return fmt.Errorf("dragon: writing checkpoint: tensor %s has %d values, want %d", t.Name, len(ck.Values[i]), numel(t.Shape))
 		}
 	}
-	hdr, err := json.Marshal(checkpointHeader{Config: ck.Config, Tokenizer: ck.Tokenizer, Tensors: tens, Train: ck.Train})
+	hdr, err := json.Marshal(checkpointHeader{Config: ck.Config, Tokenizer: ck.Tokenizer, Tensors: tens, Train: ck.Train, Optim: ck.Optim})
 	if err != nil {
 		return fmt.Errorf("dragon: writing checkpoint: %w", err)
 	}
@@ -128,7 +158,11 @@ func writeCheckpoint(w io.Writer, ck *checkpoint) error {
 	bw := bufio.NewWriterSize(io.MultiWriter(w, h), 1<<16)
 	var pre [16]byte
 	copy(pre[:], checkpointMagic)
-	binary.LittleEndian.PutUint32(pre[8:], checkpointVersion)
+	version := uint32(checkpointVersion1)
+	if ck.Optim != nil {
+		version = checkpointVersion
+	}
+	binary.LittleEndian.PutUint32(pre[8:], version)
 	binary.LittleEndian.PutUint32(pre[12:], uint32(len(hdr)))
 	bw.Write(pre[:])
 	bw.Write(hdr)
@@ -177,8 +211,9 @@ func readCheckpoint(r io.Reader) (*checkpoint, error) {
 	if string(pre[:8]) != checkpointMagic {
 		return nil, bad("not a dragon checkpoint (magic %q)", pre[:8])
 	}
-	if v := binary.LittleEndian.Uint32(pre[8:]); v != checkpointVersion {
-		return nil, bad("format version %d, this build reads %d", v, checkpointVersion)
+	version := binary.LittleEndian.Uint32(pre[8:])
+	if version != checkpointVersion1 && version != checkpointVersion {
+		return nil, bad("format version %d, this build reads %d and %d", version, checkpointVersion1, checkpointVersion)
 	}
 	hlen := binary.LittleEndian.Uint32(pre[12:])
 	if hlen > maxHeaderLen {
@@ -208,13 +243,27 @@ func readCheckpoint(r io.Reader) (*checkpoint, error) {
 			return nil, bad("negative training cursor")
 		}
 	}
-	want := checkpointTensors(hdr.Config, hdr.Train != nil)
+	if hdr.Optim != nil {
+		if version < 2 {
+			return nil, bad("optimizer state in a version %d file", version)
+		}
+		if hdr.Train != nil {
+			return nil, bad("both a trainer's and an optimizer's state")
+		}
+		if err := hdr.Optim.Config.Validate(); err != nil {
+			return nil, bad("optimizer config: %v", err)
+		}
+		if hdr.Optim.Step < 0 {
+			return nil, bad("negative optimizer step")
+		}
+	}
+	want := checkpointTensors(hdr.Config, hdr.Train != nil || hdr.Optim != nil)
 	if !slices.EqualFunc(hdr.Tensors, want, func(a, b checkpointTen) bool {
 		return a.Name == b.Name && slices.Equal(a.Shape, b.Shape)
 	}) {
 		return nil, bad("tensor list does not match the config (%d tensors, want %d)", len(hdr.Tensors), len(want))
 	}
-	ck := &checkpoint{Config: hdr.Config, Tokenizer: hdr.Tokenizer, Train: hdr.Train}
+	ck := &checkpoint{Config: hdr.Config, Tokenizer: hdr.Tokenizer, Train: hdr.Train, Optim: hdr.Optim}
 	chunk := make([]byte, 1<<16)
 	for _, t := range want {
 		n := numel(t.Shape)

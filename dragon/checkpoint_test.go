@@ -14,10 +14,14 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files and fuzz seeds under testdata")
 
 // goldenCheckpoint is a small training checkpoint with fixed content.
-func goldenCheckpoint(train bool) *checkpoint {
+func goldenCheckpoint(train bool) *checkpoint { return goldenCheckpointOf(train, false) }
+
+// goldenCheckpointOf is goldenCheckpoint, or an optimizer's checkpoint when
+// optim.
+func goldenCheckpointOf(train, optim bool) *checkpoint {
 	cfg := Config{Layers: 1, Width: 4, Heads: 2, Context: 3, Vocab: 5, Dropout: 0.1}
 	ck := &checkpoint{Config: cfg, Tokenizer: VocabularyIdentity("word/v1", []string{"a", "b", "c", "d", "e"})}
-	tens := checkpointTensors(cfg, train)
+	tens := checkpointTensors(cfg, train || optim)
 	for i, t := range tens {
 		v := make([]float32, numel(t.Shape))
 		for j := range v {
@@ -30,6 +34,11 @@ func goldenCheckpoint(train bool) *checkpoint {
 		tc.Steps = 10
 		ck.Train = &trainState{Config: tc, Step: 4, Epoch: 1, Next: 2, Tokens: 1234,
 			TorchRNG: []byte{1, 2, 3, 250}, Data: examplesDigest([]Example{{Prompt: []int{1}, Target: []int{2}}})}
+	}
+	if optim {
+		ac := DefaultTrainConfig().AdamW()
+		ac.Steps = 0
+		ck.Optim = &optimState{Config: ac, Step: 7, TorchRNG: []byte{4, 5}, State: []byte(`{"rl_step":7,"seed":[1,2]}`)}
 	}
 	return ck
 }
@@ -46,9 +55,9 @@ func encode(t testing.TB, ck *checkpoint) []byte {
 // TestCheckpointGolden pins the checkpoint format: the bytes of a fixed
 // checkpoint must not change without a format version bump.
 func TestCheckpointGolden(t *testing.T) {
-	for _, train := range []bool{false, true} {
-		name := map[bool]string{false: "model.ckpt", true: "train.ckpt"}[train]
-		ck := goldenCheckpoint(train)
+	for _, kind := range []string{"model", "train", "optimizer"} {
+		name := kind + ".ckpt"
+		ck := goldenCheckpointOf(kind == "train", kind == "optimizer")
 		got := encode(t, ck)
 		path := filepath.Join("testdata", name)
 		if *update {
@@ -71,6 +80,22 @@ func TestCheckpointGolden(t *testing.T) {
 		if !reflect.DeepEqual(back, ck) {
 			t.Errorf("%s: read back %+v; want %+v", name, back, ck)
 		}
+		// Model and trainer checkpoints stay version 1, readable by older
+		// builds; an optimizer's is version 2.
+		if v, want := want[8], map[bool]byte{false: 1, true: 2}[kind == "optimizer"]; v != want {
+			t.Errorf("%s: version %d; want %d", name, v, want)
+		}
+	}
+	// A version 1 file with optimizer state, and both states, are refused.
+	opt := encode(t, goldenCheckpointOf(false, true))
+	opt[8] = 1
+	if _, err := readCheckpoint(bytes.NewReader(opt)); !errors.Is(err, ErrBadCheckpoint) {
+		t.Errorf("optimizer state in a version 1 file: %v", err)
+	}
+	both := goldenCheckpointOf(true, true)
+	var buf bytes.Buffer
+	if err := writeCheckpoint(&buf, both); err == nil {
+		t.Error("a checkpoint with both states was written")
 	}
 }
 

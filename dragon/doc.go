@@ -23,8 +23,15 @@
 //     blocks of causal multi-head attention and GELU MLP, tied output head).
 //   - NewTrainer and Trainer.Run train it on prompt/target examples with the
 //     loss on the target tokens only.
-//   - Model.Sample generates with a KV cache: greedy, temperature, top-k,
-//     top-p, stop tokens, per-token log-probabilities and a constraint hook.
+//   - Model.Sample and Model.SampleRows generate with a KV cache: greedy,
+//     temperature, top-k, top-p, stop tokens, per-token log-probabilities, a
+//     constraint hook, one random stream and MaxNew per row, one prefill per
+//     distinct prompt (GRPO groups), failures reported per row.
+//   - For policy-gradient training: Model.Score (teacher-forced
+//     log-probabilities with gradients; Scores.Backward takes a loss's
+//     derivatives) and ScoreNoGrad; NewOptimizer (AdamW, clipping, schedule;
+//     the Trainer uses it) with Minimize and its own checkpoints;
+//     Model.Clone and Freeze for a frozen reference; SetTraining for dropout.
 //   - Model.WriteCheckpoint, Trainer.WriteCheckpoint and Runtime.ReadCheckpoint
 //     save and restore models and exact training state (format: checkpoint.go).
 //   - Bench measures training and sampling throughput against the machine's

@@ -31,6 +31,14 @@ type Model struct {
 	scale  *ts.Scalar // 1/sqrt(head dim)
 	tok    string
 	closed bool
+	// training says whether training forwards (Trainer steps, Score with
+	// gradients) apply dropout; SetTraining switches it.
+	training bool
+	// frozen models have no gradients and refuse optimizers (Freeze).
+	frozen bool
+	// lastPrefillRows is the number of rows the last SampleRows prefilled
+	// (for tests of prompt sharing).
+	lastPrefillRows int
 }
 
 // block aliases one transformer block's entries of Model.params.
@@ -59,7 +67,7 @@ func (r *Runtime) newModel(cfg Config, dtype gotch.DType, param func(int, paramS
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Model{rt: r, cfg: cfg, dtype: dtype, specs: paramSpecs(cfg)}
+	m := &Model{rt: r, cfg: cfg, dtype: dtype, specs: paramSpecs(cfg), training: true}
 	err := r.do(func() error {
 		if err := m.build(param); err != nil {
 			m.free()

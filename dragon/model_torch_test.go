@@ -155,11 +155,8 @@ func TestKVCacheMatchesRecompute(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range prompts {
-			longest := 0
-			for _, p := range prompts {
-				longest = max(longest, len(p))
-			}
-			wantLen := cfg.Context - longest + 1
+			// Each row to the end of the context for its own prompt.
+			wantLen := cfg.Context - len(prompts[i]) + 1
 			if opts.MaxNew > 0 {
 				wantLen = opts.MaxNew
 			}
@@ -232,8 +229,14 @@ func TestSampleStopAndConstraint(t *testing.T) {
 		}
 	}
 	none := func(_ int, _ []int, allow []bool) { clear(allow) }
-	if _, err := m.Sample(ctx, prompts, SampleOptions{MaxNew: 3, Constraint: none}); err == nil {
-		t.Error("a constraint that forbids everything gave no error")
+	if out, err := m.Sample(ctx, prompts, SampleOptions{MaxNew: 3, Constraint: none}); err != nil {
+		t.Fatal(err)
+	} else {
+		for i, s := range out {
+			if s.Err == nil || len(s.Tokens) != 0 {
+				t.Errorf("row %d: a constraint that forbids everything: %+v; want Err and no tokens", i, s)
+			}
+		}
 	}
 	if _, err := m.Sample(ctx, [][]int{make([]int, cfg.Context+1)}, SampleOptions{}); err == nil {
 		t.Error("a prompt longer than the context gave no error")

@@ -4,6 +4,7 @@ package dragon
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 
 	"dragonx/internal/progress"
@@ -94,3 +95,82 @@ func (t *Trainer) Close() error { return nil }
 func Bench(context.Context, BenchOptions, progress.Reporter) (*BenchReport, error) {
 	return nil, ErrNoTorch
 }
+
+// SampleRows returns ErrNoTorch.
+func (m *Model) SampleRows(context.Context, []SampleRow, SampleOptions) ([]Sample, error) {
+	return nil, ErrNoTorch
+}
+
+// SetTraining does nothing.
+func (m *Model) SetTraining(bool) {}
+
+// Training returns false.
+func (m *Model) Training() bool { return false }
+
+// Frozen returns false.
+func (m *Model) Frozen() bool { return false }
+
+// Freeze returns ErrNoTorch.
+func (m *Model) Freeze() error { return ErrNoTorch }
+
+// Clone returns ErrNoTorch.
+func (m *Model) Clone() (*Model, error) { return nil, ErrNoTorch }
+
+// Scores holds scored log-probabilities; it cannot exist without libtorch.
+type Scores struct {
+	LogProbs [][]float64
+}
+
+// Score returns ErrNoTorch.
+func (m *Model) Score(context.Context, []Completion, ScoreOptions) (*Scores, error) {
+	return nil, ErrNoTorch
+}
+
+// ScoreNoGrad returns ErrNoTorch.
+func (m *Model) ScoreNoGrad(context.Context, []Completion, ScoreOptions) ([][]float64, error) {
+	return nil, ErrNoTorch
+}
+
+// Backward returns ErrNoTorch.
+func (s *Scores) Backward([][]float64) error { return ErrNoTorch }
+
+// Release does nothing.
+func (s *Scores) Release() error { return nil }
+
+// Optimizer is AdamW over a model's parameters; it cannot exist without
+// libtorch.
+type Optimizer struct{}
+
+// NewOptimizer returns ErrNoTorch.
+func NewOptimizer(*Model, AdamWConfig) (*Optimizer, error) { return nil, ErrNoTorch }
+
+// ResumeOptimizer returns ErrNoTorch.
+func (r *Runtime) ResumeOptimizer(io.Reader) (*Optimizer, json.RawMessage, error) {
+	return nil, nil, ErrNoTorch
+}
+
+// Config returns the zero AdamWConfig.
+func (o *Optimizer) Config() AdamWConfig { return AdamWConfig{} }
+
+// Steps returns 0.
+func (o *Optimizer) Steps() int { return 0 }
+
+// Model returns nil.
+func (o *Optimizer) Model() *Model { return nil }
+
+// Close does nothing.
+func (o *Optimizer) Close() error { return nil }
+
+// Step returns ErrNoTorch.
+func (o *Optimizer) Step() (OptimStep, error) { return OptimStep{}, ErrNoTorch }
+
+// ZeroGrad returns ErrNoTorch.
+func (o *Optimizer) ZeroGrad() error { return ErrNoTorch }
+
+// Minimize returns ErrNoTorch.
+func (o *Optimizer) Minimize(context.Context, []Completion, ScoreOptions, LossFunc) (Minimized, error) {
+	return Minimized{}, ErrNoTorch
+}
+
+// WriteCheckpoint returns ErrNoTorch.
+func (o *Optimizer) WriteCheckpoint(io.Writer, json.RawMessage) error { return ErrNoTorch }

@@ -370,3 +370,24 @@ func scalarValue(t *ts.Tensor, dtype gotch.DType) (float64, error) {
 	}
 	return v[0], nil
 }
+
+func (a *arena) logSoftmax(x *ts.Tensor, dtype gotch.DType) *ts.Tensor {
+	if a.err != nil {
+		return nil
+	}
+	return a.keep(x.LogSoftmax(-1, dtype, false))
+}
+
+func (a *arena) gather(x *ts.Tensor, dim int64, idx *ts.Tensor) *ts.Tensor {
+	if a.err != nil {
+		return nil
+	}
+	return a.keep(x.Gather(dim, idx, false, false))
+}
+
+func (a *arena) sum(x *ts.Tensor, dtype gotch.DType) *ts.Tensor {
+	if a.err != nil {
+		return nil
+	}
+	return a.keep(x.Sum(dtype, false))
+}

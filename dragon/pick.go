@@ -26,12 +26,17 @@ type SampleOptions struct {
 	// Stop lists tokens that end a sequence; the stop token is included in
 	// the output.
 	Stop []int `hcl:"stop,optional" json:"stop"`
-	// Seed drives the sampling; the same seed, model and options give the
-	// same samples.
+	// Seed drives Model.Sample: row i draws from its own stream, seeded
+	// with RowSeed(Seed, i), so the same seed, model and options give the
+	// same samples, and a row's samples do not depend on the other rows.
+	// (SampleRows takes each row's seed instead.)
 	Seed int64 `hcl:"seed,optional" json:"seed"`
 	// Constraint, when set, is asked before each token which tokens the
 	// sequence may continue with (e.g. what a grammar allows).
 	Constraint Constraint `json:"-"`
+	// RowConstraint is Constraint with the prompt and an error; at most one
+	// of the two may be set.
+	RowConstraint RowConstraint `json:"-"`
 	// NoCache recomputes the whole context for every token instead of using
 	// the KV cache. It is slower and gives the same results; it exists to
 	// check and measure the cache.
@@ -41,10 +46,43 @@ type SampleOptions struct {
 // Constraint is called before each token of a sequence is chosen. row is the
 // sequence's index in the batch, generated the tokens it generated so far,
 // and allow has one entry per vocabulary token, all true on entry; the
-// constraint clears the entries of forbidden tokens. Clearing every entry is
-// an error. It runs in the goroutine that called Sample, between decoding
-// steps, once per unfinished row and step.
+// constraint clears the entries of forbidden tokens. Clearing every entry
+// fails that row (Sample.Err). It runs in the goroutine that called Sample,
+// between decoding steps, once per unfinished row and step. generated is a
+// copy: writing into it changes nothing. RowConstraint also sees the prompt
+// and can fail.
 type Constraint func(row int, generated []int, allow []bool)
+
+// RowConstraint is Constraint with the row's prompt and an error: an error
+// fails that row only (Sample.Err wraps it), as does clearing every entry
+// of allow. prompt and generated are copies made for each call, so the hook
+// cannot change the sampler's input or output; allow is read once it
+// returns.
+type RowConstraint func(row int, prompt, generated []int, allow []bool) error
+
+// SampleRow is one row of Model.SampleRows.
+type SampleRow struct {
+	Prompt []int `json:"prompt"`
+	// MaxNew is the most tokens this row generates; 0 means until the
+	// context is full for this row's prompt (prompt and output together may
+	// be one token longer than the context).
+	MaxNew int `json:"max_new"`
+	// Seed seeds the row's own random stream: a row's samples depend on its
+	// prompt, seed and the options, not on the other rows of the batch.
+	Seed int64 `json:"seed"`
+}
+
+// RowSeed is the seed of row i of Model.Sample called with SampleOptions.Seed
+// = seed: Sample(prompts)[i] equals SampleRows with that prompt alone and
+// this seed (up to float rounding of the batched products).
+func RowSeed(seed int64, i int) int64 {
+	// SplitMix64 of the pair, so that nearby seeds and rows give
+	// unrelated streams.
+	z := uint64(seed) + uint64(i+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return int64(z ^ (z >> 31))
+}
 
 // Sample is one generated sequence.
 type Sample struct {
@@ -58,6 +96,22 @@ type Sample struct {
 	// Stopped says a stop token ended the sequence (rather than MaxNew or
 	// the context).
 	Stopped bool `json:"stopped"`
+	// MaskedLogProbs[i] is log p(Tokens[i]) under the distribution
+	// renormalised over the tokens the constraint allowed (temperature 1,
+	// before top-k and top-p); equal to LogProbs without a constraint.
+	MaskedLogProbs []float32 `json:"masked_logprobs,omitempty"`
+	// Entropy[i] is the entropy (nats) of the distribution MaskedLogProbs
+	// is taken from, at token i: the policy's entropy for RL curves.
+	Entropy []float32 `json:"entropy,omitempty"`
+	// Allow[i] is the constraint's mask at token i (nil without a
+	// constraint): Completion.Allow for Model.Score, which then gives
+	// MaskedLogProbs.
+	Allow [][]bool `json:"-"`
+	// Err is why this row stopped early, if it failed (its constraint
+	// allowed nothing or returned an error, its logits were not finite):
+	// the row keeps the tokens before the failure and the other rows are
+	// unaffected.
+	Err error `json:"-"`
 }
 
 // Validate reports every problem of o, each as a *FieldError, joined.
@@ -75,41 +129,69 @@ func (o SampleOptions) Validate(vocab int) error {
 	for _, s := range o.Stop {
 		check(s >= 0 && s < vocab, "stop", "token %d is outside the vocabulary of %d", s, vocab)
 	}
+	check(o.Constraint == nil || o.RowConstraint == nil, "constraint", "both Constraint and RowConstraint are set")
 	return errors.Join(errs...)
 }
 
 // picker chooses tokens from logits on the Go side: the logits of a step
 // are copied out once ([B, V] floats, small next to the model's work) and
 // everything else (masking, filtering, sampling, log-probabilities) happens
-// here, deterministically for a seed.
+// here, deterministically for the rows' seeds. Each row has its own random
+// stream.
 type picker struct {
-	opts  SampleOptions
-	rng   *rand.Rand
-	allow []bool
-	cand  []int
-	prob  []float64
+	opts      SampleOptions
+	constrain RowConstraint
+	rngs      []*rand.Rand
+	allow     []bool
+	cand      []int
+	prob      []float64
+	// prompt and gen are the copies a constraint gets.
+	prompt, gen []int
 }
 
-func newPicker(opts SampleOptions, vocab int) *picker {
-	return &picker{
-		opts:  opts,
-		rng:   rand.New(rand.NewPCG(uint64(opts.Seed), 0x73616d70)),
-		allow: make([]bool, vocab),
-		cand:  make([]int, 0, vocab),
-		prob:  make([]float64, 0, vocab),
+// newPicker makes a picker for rows seeded with seeds.
+func newPicker(opts SampleOptions, vocab int, seeds []int64) *picker {
+	p := &picker{
+		opts:      opts,
+		constrain: opts.RowConstraint,
+		allow:     make([]bool, vocab),
+		cand:      make([]int, 0, vocab),
+		prob:      make([]float64, 0, vocab),
 	}
+	if c := opts.Constraint; c != nil {
+		p.constrain = func(row int, _, gen []int, allow []bool) error { c(row, gen, allow); return nil }
+	}
+	for _, s := range seeds {
+		p.rngs = append(p.rngs, rand.New(rand.NewPCG(uint64(s), 0x73616d70)))
+	}
+	return p
 }
 
-// pick chooses the next token of row from its logits and returns it with its
-// log-probability under the unfiltered distribution.
-func (p *picker) pick(row int, generated []int, logits []float32) (int, float32, error) {
+// picked is one chosen token.
+type picked struct {
+	tok int
+	// lp is its log-probability under the unfiltered distribution, mlp
+	// under the distribution renormalised over the allowed tokens, and ent
+	// the entropy of the latter (temperature 1).
+	lp, mlp, ent float32
+	// allow is a copy of the constraint's mask (nil without one).
+	allow []bool
+}
+
+// pick chooses the next token of row from its logits.
+func (p *picker) pick(row int, prompt, generated []int, logits []float32) (picked, error) {
 	// Log-softmax of the raw logits, for the returned log-probability.
 	maxl := math.Inf(-1)
 	for _, l := range logits {
 		maxl = max(maxl, float64(l))
 	}
 	if math.IsNaN(maxl) || math.IsInf(maxl, 0) {
-		return 0, 0, fmt.Errorf("dragon: sampling row %d: logits are not finite", row)
+		return picked{}, fmt.Errorf("dragon: sampling row %d: logits are not finite", row)
+	}
+	for _, l := range logits {
+		if math.IsNaN(float64(l)) {
+			return picked{}, fmt.Errorf("dragon: sampling row %d: logits are not finite", row)
+		}
 	}
 	var z float64
 	for _, l := range logits {
@@ -117,32 +199,57 @@ func (p *picker) pick(row int, generated []int, logits []float32) (int, float32,
 	}
 	lse := maxl + math.Log(z)
 
+	var out picked
 	p.cand = p.cand[:0]
-	if p.opts.Constraint != nil {
+	if p.constrain != nil {
 		for i := range p.allow {
 			p.allow[i] = true
 		}
-		p.opts.Constraint(row, generated, p.allow)
+		p.prompt = append(p.prompt[:0], prompt...)
+		p.gen = append(p.gen[:0], generated...)
+		if err := p.constrain(row, p.prompt, p.gen, p.allow); err != nil {
+			return picked{}, fmt.Errorf("dragon: sampling row %d: constraint after %d tokens: %w", row, len(generated), err)
+		}
 		for i, ok := range p.allow {
 			if ok {
 				p.cand = append(p.cand, i)
 			}
 		}
 		if len(p.cand) == 0 {
-			return 0, 0, fmt.Errorf("dragon: sampling row %d: the constraint forbids every token after %d generated", row, len(generated))
+			return picked{}, fmt.Errorf("dragon: sampling row %d: the constraint forbids every token after %d generated", row, len(generated))
 		}
+		out.allow = slices.Clone(p.allow)
 	} else {
 		for i := range logits {
 			p.cand = append(p.cand, i)
 		}
 	}
-	tok := p.choose(logits)
-	return tok, float32(float64(logits[tok]) - lse), nil
+	// The allowed tokens' log-sum-exp, for the renormalised log-probability.
+	mlse := lse
+	if out.allow != nil {
+		var zm float64
+		for _, c := range p.cand {
+			zm += math.Exp(float64(logits[c]) - maxl)
+		}
+		mlse = maxl + math.Log(zm)
+	}
+	// H = -Σ p·log p over the allowed tokens, log p = l - mlse.
+	var h float64
+	for _, c := range p.cand {
+		if lp := float64(logits[c]) - mlse; !math.IsInf(lp, -1) {
+			h -= math.Exp(lp) * lp
+		}
+	}
+	out.ent = float32(h)
+	out.tok = p.choose(p.rngs[row], logits)
+	out.lp = float32(float64(logits[out.tok]) - lse)
+	out.mlp = float32(float64(logits[out.tok]) - mlse)
+	return out, nil
 }
 
-// choose picks among p.cand: greedy, or sampled after temperature, top-k and
-// top-p. Ties go to the lower token id.
-func (p *picker) choose(logits []float32) int {
+// choose picks among p.cand: greedy, or sampled with rng after temperature,
+// top-k and top-p. Ties go to the lower token id.
+func (p *picker) choose(rng *rand.Rand, logits []float32) int {
 	if p.opts.Temperature == 0 {
 		best := p.cand[0]
 		for _, c := range p.cand[1:] {
@@ -196,7 +303,7 @@ func (p *picker) choose(logits []float32) int {
 			z += e
 		}
 	}
-	u := p.rng.Float64() * z
+	u := rng.Float64() * z
 	for i, e := range p.prob {
 		u -= e
 		if u < 0 {

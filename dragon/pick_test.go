@@ -1,15 +1,18 @@
 package dragon
 
 import (
+	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
 
 func TestPickGreedyAndLogProb(t *testing.T) {
 	logits := []float32{0.5, 2, -1, 2, 1}
-	p := newPicker(SampleOptions{}, len(logits))
-	tok, lp, err := p.pick(0, nil, logits)
+	p := newPicker(SampleOptions{}, len(logits), []int64{0})
+	pk, err := p.pick(0, nil, nil, logits)
+	tok, lp := pk.tok, pk.lp
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,33 +27,64 @@ func TestPickGreedyAndLogProb(t *testing.T) {
 	// log-probability stays that of the unfiltered distribution.
 	p = newPicker(SampleOptions{Constraint: func(row int, gen []int, allow []bool) {
 		allow[1], allow[3] = false, false
-	}}, len(logits))
-	if tok, lp, _ := p.pick(0, nil, logits); tok != 4 || math.Abs(float64(lp)-(1-math.Log(z))) > 1e-6 {
-		t.Errorf("constrained pick = %d, %v; want 4, %v", tok, lp, 1-math.Log(z))
+	}}, len(logits), []int64{0})
+	if pk, _ := p.pick(0, nil, nil, logits); pk.tok != 4 || math.Abs(float64(pk.lp)-(1-math.Log(z))) > 1e-6 {
+		t.Errorf("constrained pick = %d, %v; want 4, %v", pk.tok, pk.lp, 1-math.Log(z))
+	} else if zm := z - math.Exp(2)*2; math.Abs(float64(pk.mlp)-(1-math.Log(zm))) > 1e-6 {
+		t.Errorf("renormalised log-prob %v; want %v", pk.mlp, 1-math.Log(zm))
+	} else if !slices.Equal(pk.allow, []bool{true, false, true, false, true}) {
+		t.Errorf("mask %v", pk.allow)
+	} else {
+		// Entropy of the renormalised distribution over tokens 0, 2, 4.
+		var h float64
+		for _, l := range []float64{0.5, -1, 1} {
+			q := math.Exp(l) / zm
+			h -= q * math.Log(q)
+		}
+		if math.Abs(float64(pk.ent)-h) > 1e-6 {
+			t.Errorf("entropy %v; want %v", pk.ent, h)
+		}
 	}
 }
 
 func TestPickErrors(t *testing.T) {
-	p := newPicker(SampleOptions{Constraint: func(_ int, _ []int, allow []bool) { clear(allow) }}, 3)
-	if _, _, err := p.pick(2, []int{1}, []float32{1, 2, 3}); err == nil || !strings.Contains(err.Error(), "forbids every token") {
+	p := newPicker(SampleOptions{Constraint: func(_ int, _ []int, allow []bool) { clear(allow) }}, 3, []int64{0, 0, 0})
+	if _, err := p.pick(2, []int{5}, []int{1}, []float32{1, 2, 3}); err == nil || !strings.Contains(err.Error(), "forbids every token") {
 		t.Errorf("all tokens forbidden: %v", err)
 	}
-	p = newPicker(SampleOptions{}, 3)
-	if _, _, err := p.pick(0, nil, []float32{1, float32(math.NaN()), 3}); err == nil {
+	p = newPicker(SampleOptions{}, 3, []int64{0})
+	if _, err := p.pick(0, nil, nil, []float32{1, float32(math.NaN()), 3}); err == nil {
 		t.Error("NaN logits gave no error")
+	}
+	// A RowConstraint sees the prompt, its error fails the pick, and what
+	// it writes into its arguments does not reach the caller's slices.
+	prompt, gen := []int{4, 5}, []int{1}
+	boom := errors.New("boom")
+	p = newPicker(SampleOptions{RowConstraint: func(_ int, pr, g []int, allow []bool) error {
+		if !slices.Equal(pr, []int{4, 5}) || !slices.Equal(g, []int{1}) {
+			t.Errorf("constraint saw prompt %v, generated %v", pr, g)
+		}
+		pr[0], g[0] = 99, 99
+		return boom
+	}}, 3, []int64{0})
+	if _, err := p.pick(0, prompt, gen, []float32{1, 2, 3}); !errors.Is(err, boom) {
+		t.Errorf("constraint error: %v", err)
+	}
+	if prompt[0] != 4 || gen[0] != 1 {
+		t.Errorf("the constraint wrote into the sampler's slices: %v %v", prompt, gen)
 	}
 }
 
 // frequencies samples n tokens and returns their frequencies.
 func frequencies(opts SampleOptions, logits []float32, n int) []float64 {
-	p := newPicker(opts, len(logits))
+	p := newPicker(opts, len(logits), []int64{opts.Seed})
 	f := make([]float64, len(logits))
 	for range n {
-		tok, _, err := p.pick(0, nil, logits)
+		pk, err := p.pick(0, nil, nil, logits)
 		if err != nil {
 			panic(err)
 		}
-		f[tok]++
+		f[pk.tok]++
 	}
 	for i := range f {
 		f[i] /= float64(n)

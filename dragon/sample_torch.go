@@ -31,58 +31,129 @@ func (c *kvCache) free() {
 }
 
 // Sample continues each prompt (a batch, decoded together) and returns one
-// Sample per prompt. Prompts may differ in length: they are left-padded, and
-// the padding is masked out and does not shift positions. By default it
-// decodes with a KV cache (keys and values of earlier tokens are kept, so
-// each new token costs one position's work); opts.NoCache recomputes the
-// whole context instead and gives the same tokens. It runs without dropout
-// or autograd. Cancelling ctx stops it between tokens.
+// Sample per prompt: SampleRows with each row's MaxNew opts.MaxNew and seed
+// RowSeed(opts.Seed, i).
 func (m *Model) Sample(ctx context.Context, prompts [][]int, opts SampleOptions) ([]Sample, error) {
+	rows := make([]SampleRow, len(prompts))
+	for i, p := range prompts {
+		rows[i] = SampleRow{Prompt: p, MaxNew: opts.MaxNew, Seed: RowSeed(opts.Seed, i)}
+	}
+	return m.SampleRows(ctx, rows, opts)
+}
+
+// SampleRows continues each row's prompt (a batch, decoded together) and
+// returns one Sample per row. Each row has its own MaxNew and random
+// stream, so a row's samples do not depend on the rest of the batch (up to
+// float rounding). Prompts may differ in length: they are left-padded, and
+// the padding is masked out and does not shift positions. Rows with the
+// same prompt (a GRPO group) share its prefill: the prompt's keys and
+// values are computed once and copied to each of its rows.
+//
+// By default it decodes with a KV cache (keys and values of earlier tokens
+// are kept, so each new token costs one position's work); opts.NoCache
+// recomputes the whole context instead and gives the same tokens. It runs
+// without dropout or autograd. A row that fails (its constraint allows
+// nothing or returns an error, its logits are not finite) ends with
+// Sample.Err set and the other rows go on; the call itself fails only on
+// bad arguments, a torch error or ctx (cancelling it stops it between
+// tokens; opts.MaxNew is not used, rows carry their own).
+func (m *Model) SampleRows(ctx context.Context, rows []SampleRow, opts SampleOptions) ([]Sample, error) {
+	return m.sampleRows(ctx, rows, opts, true)
+}
+
+// sampleRows is SampleRows; share=false prefills every row, even when
+// prompts repeat (to check and measure the sharing).
+func (m *Model) sampleRows(ctx context.Context, rows []SampleRow, opts SampleOptions, share bool) ([]Sample, error) {
 	if err := opts.Validate(m.cfg.Vocab); err != nil {
 		return nil, err
 	}
-	if len(prompts) == 0 {
+	if len(rows) == 0 {
 		return nil, fmt.Errorf("dragon: sampling: no prompts")
 	}
-	p := 0
-	for i, pr := range prompts {
+	p, steps := 0, 0
+	maxNew := make([]int, len(rows))
+	for i, r := range rows {
+		pr := r.Prompt
 		if len(pr) == 0 {
 			return nil, fmt.Errorf("dragon: sampling: prompt %d is empty", i)
+		}
+		if len(pr) > m.cfg.Context {
+			return nil, fmt.Errorf("dragon: sampling: prompt %d has %d tokens, more than the context of %d", i, len(pr), m.cfg.Context)
 		}
 		for j, t := range pr {
 			if t < 0 || t >= m.cfg.Vocab {
 				return nil, fmt.Errorf("dragon: sampling: prompt %d has token %d at %d, outside the vocabulary of %d", i, t, j, m.cfg.Vocab)
 			}
 		}
-		p = max(p, len(pr))
-	}
-	if p > m.cfg.Context {
-		return nil, fmt.Errorf("dragon: sampling: a prompt of %d tokens is longer than the context of %d", p, m.cfg.Context)
-	}
-	// The last generated token is never fed back, so a sequence may end one
-	// token past the context (as in training, where the model reads all but
-	// the last token).
-	maxNew := m.cfg.Context - p + 1
-	if opts.MaxNew > 0 {
-		maxNew = min(maxNew, opts.MaxNew)
-	}
-	d := &decoder{m: m, b: len(prompts), p: p, slots: p + maxNew - 1, noCache: opts.NoCache, threads: m.rt.info.Threads}
-	d.pads = make([]int, d.b)
-	d.seqs = make([][]int64, d.b)
-	for i, pr := range prompts {
-		d.pads[i] = p - len(pr)
-		d.seqs[i] = make([]int64, p, p+maxNew)
-		for j, t := range pr {
-			d.seqs[i][d.pads[i]+j] = int64(t)
+		if r.MaxNew < 0 {
+			return nil, fmt.Errorf("dragon: sampling: row %d: max_new %d is negative", i, r.MaxNew)
 		}
+		// The last generated token is never fed back, so a sequence may
+		// end one token past the context (as in training, where the
+		// model reads all but the last token).
+		maxNew[i] = m.cfg.Context - len(pr) + 1
+		if r.MaxNew > 0 {
+			maxNew[i] = min(maxNew[i], r.MaxNew)
+		}
+		p = max(p, len(pr))
+		steps = max(steps, maxNew[i])
 	}
+	// Rows whose prompts are equal share one prefill row.
+	uniq := make([]int, 0, len(rows)) // first row of each distinct prompt
+	of := make([]int, len(rows))      // row -> index into uniq
+	seen := map[string]int{}
+	for i, r := range rows {
+		key := promptKey(r.Prompt)
+		u, ok := seen[key]
+		if !ok || !share || opts.NoCache {
+			u = len(uniq)
+			uniq = append(uniq, i)
+			seen[key] = u
+		}
+		of[i] = u
+	}
+	d := &decoder{m: m, p: p, slots: p + steps - 1, noCache: opts.NoCache, threads: m.rt.info.Threads}
 	d.curThreads = d.threads
 	defer m.do(func() error { d.setThreads(d.threads); d.cache.free(); d.a.reset(); return nil })
-
-	pk := newPicker(opts, m.cfg.Vocab)
+	m.do(func() error { m.lastPrefillRows = len(uniq); return nil })
+	// Prefill the distinct prompts.
+	layout := func(idx []int) {
+		d.b = len(idx)
+		d.pads = make([]int, d.b)
+		d.seqs = make([][]int64, d.b)
+		for k, i := range idx {
+			pr := rows[i].Prompt
+			d.pads[k] = p - len(pr)
+			d.seqs[k] = make([]int64, p, p+steps)
+			for j, t := range pr {
+				d.seqs[k][d.pads[k]+j] = int64(t)
+			}
+		}
+	}
+	layout(uniq)
+	logits, err := d.run(0, p)
+	if err == nil && len(uniq) < len(rows) {
+		// Copy each prompt's cache and logits to its rows.
+		err = m.do(func() error { return d.expand(of) })
+		v := m.cfg.Vocab
+		rowLogits := make([]float32, len(rows)*v)
+		for i, u := range of {
+			copy(rowLogits[i*v:(i+1)*v], logits[u*v:(u+1)*v])
+		}
+		logits = rowLogits
+		all := make([]int, len(rows))
+		for i := range all {
+			all[i] = i
+		}
+		layout(all)
+	}
+	seeds := make([]int64, len(rows))
+	for i, r := range rows {
+		seeds[i] = r.Seed
+	}
+	pk := newPicker(opts, m.cfg.Vocab, seeds)
 	out := make([]Sample, d.b)
 	done := make([]bool, d.b)
-	logits, err := d.run(0, p)
 	for step := 0; err == nil; step++ {
 		if err = ctx.Err(); err != nil {
 			break
@@ -94,21 +165,31 @@ func (m *Model) Sample(ctx context.Context, prompts [][]int, opts SampleOptions)
 				continue
 			}
 			row := logits[i*m.cfg.Vocab : (i+1)*m.cfg.Vocab]
-			var tok int
-			var lp float32
-			if tok, lp, err = pk.pick(i, out[i].Tokens, row); err != nil {
-				break
+			c, perr := pk.pick(i, rows[i].Prompt, out[i].Tokens, row)
+			if perr != nil {
+				out[i].Err, done[i] = perr, true
+				d.seqs[i] = append(d.seqs[i], 0)
+				continue
 			}
-			out[i].Tokens = append(out[i].Tokens, tok)
-			out[i].LogProbs = append(out[i].LogProbs, lp)
-			d.seqs[i] = append(d.seqs[i], int64(tok))
-			if slices.Contains(opts.Stop, tok) {
-				out[i].Stopped, done[i] = true, true
-			} else {
+			s := &out[i]
+			s.Tokens = append(s.Tokens, c.tok)
+			s.LogProbs = append(s.LogProbs, c.lp)
+			s.MaskedLogProbs = append(s.MaskedLogProbs, c.mlp)
+			s.Entropy = append(s.Entropy, c.ent)
+			if c.allow != nil {
+				s.Allow = append(s.Allow, c.allow)
+			}
+			d.seqs[i] = append(d.seqs[i], int64(c.tok))
+			switch {
+			case slices.Contains(opts.Stop, c.tok):
+				s.Stopped, done[i] = true, true
+			case len(s.Tokens) >= maxNew[i]:
+				done[i] = true
+			default:
 				all = false
 			}
 		}
-		if err != nil || all || step == maxNew-1 {
+		if all {
 			break
 		}
 		logits, err = d.run(p+step, 1)
@@ -117,6 +198,42 @@ func (m *Model) Sample(ctx context.Context, prompts [][]int, opts SampleOptions)
 		return nil, err
 	}
 	return out, nil
+}
+
+// promptKey is a map key of a prompt's tokens.
+func promptKey(p []int) string {
+	b := make([]byte, 0, 4*len(p))
+	for _, t := range p {
+		b = append(b, byte(t), byte(t>>8), byte(t>>16), byte(t>>24))
+	}
+	return string(b)
+}
+
+// expand replaces the cache of the distinct prompts by one of the rows:
+// row i gets prompt of[i]'s keys and values. Torch thread.
+func (d *decoder) expand(of []int) error {
+	idx := make([]int64, len(of))
+	for i, u := range of {
+		idx[i] = int64(u)
+	}
+	a := &d.a
+	defer a.reset()
+	it := a.int64Tensor(idx, int64(len(idx)))
+	for _, c := range [][]*ts.Tensor{d.cache.k, d.cache.v} {
+		for l, t := range c {
+			if a.err != nil {
+				break
+			}
+			n, err := t.IndexSelect(0, it, false)
+			if err != nil {
+				a.fail("expanding the KV cache", err)
+				break
+			}
+			t.Drop()
+			c[l] = n
+		}
+	}
+	return a.err
 }
 
 // decoder is the state of one Sample call.
@@ -185,7 +302,9 @@ func (d *decoder) forward(start, n int) *ts.Tensor {
 		masked = masked || d.pads[r] > 0
 		for i := start; i < start+n; i++ {
 			tok = append(tok, d.seqs[r][i])
-			pos = append(pos, int64(max(0, i-d.pads[r])))
+			// A finished row is still fed (padding tokens, ignored);
+			// its positions may pass the context.
+			pos = append(pos, int64(min(max(0, i-d.pads[r]), m.cfg.Context-1)))
 			for j := range start + n {
 				if j == i || (j >= d.pads[r] && j <= i) {
 					mask = append(mask, 0)
@@ -239,7 +358,9 @@ func (d *decoder) setThreads(n int) {
 // allocCache creates the zeroed cache. Torch thread.
 func (d *decoder) allocCache() {
 	m := d.m
-	shape := []int64{int64(d.b), int64(m.cfg.Heads), int64(max(d.slots, d.p)), int64(m.cfg.HeadDim())}
+	// Slots rounded up to a multiple of 64: fewer distinct cache shapes
+	// from call to call (glibc's heap reuses its blocks; see padding).
+	shape := []int64{int64(d.b), int64(m.cfg.Heads), int64(roundUp(max(d.slots, d.p), 64)), int64(m.cfg.HeadDim())}
 	for range m.blocks {
 		for _, dst := range []*[]*ts.Tensor{&d.cache.k, &d.cache.v} {
 			t, err := ts.Zeros(shape, m.dtype, gotch.CPU)

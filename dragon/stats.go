@@ -41,3 +41,22 @@ func (s RunSummary) TokensPerSecond() float64 {
 	}
 	return float64(s.Tokens) / s.Elapsed.Seconds()
 }
+
+// OptimStep describes one Optimizer.Step.
+type OptimStep struct {
+	// Step is the number of steps done after this one.
+	Step int
+	// LR is the learning rate the step used.
+	LR float64
+	// GradNorm is the global gradient norm before clipping.
+	GradNorm float64
+}
+
+// Minimized describes one Optimizer.Minimize call.
+type Minimized struct {
+	OptimStep
+	// Loss is the loss before the update.
+	Loss float64
+	// LogProbs are the scored log-probabilities the loss was computed from.
+	LogProbs [][]float64
+}

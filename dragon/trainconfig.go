@@ -76,14 +76,4 @@ func (c TrainConfig) Validate() error {
 
 // LRAt is the learning rate of step (counted from 0): a linear warmup to LR
 // over Warmup steps, then a cosine from LR down to MinLR at step Steps-1.
-func (c TrainConfig) LRAt(step int) float64 {
-	if step < c.Warmup {
-		return c.LR * float64(step+1) / float64(c.Warmup)
-	}
-	span := c.Steps - 1 - c.Warmup
-	if span <= 0 {
-		return c.LR
-	}
-	p := min(float64(step-c.Warmup)/float64(span), 1)
-	return c.MinLR + 0.5*(1+math.Cos(math.Pi*p))*(c.LR-c.MinLR)
-}
+func (c TrainConfig) LRAt(step int) float64 { return c.AdamW().LRAt(step) }

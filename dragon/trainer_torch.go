@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
 	"dragonx/internal/progress"
@@ -34,8 +33,7 @@ type Trainer struct {
 	evalPlan    [][]int
 	plan        [][]int // micro-batches of epoch st.Epoch
 	st          trainState
-	mom1, mom2  []*ts.Tensor // AdamW moments, paramSpecs order
-	c1, c2      *ts.Scalar   // 1-β1, 1-β2
+	opt         *Optimizer // its step count is st.Step
 	a           arena
 	now         func() time.Time
 	closed      bool
@@ -49,12 +47,10 @@ func NewTrainer(m *Model, cfg TrainConfig, train, eval []Example) (*Trainer, err
 	if err != nil {
 		return nil, err
 	}
-	err = m.do(func() error {
-		torchrt.ManualSeed(uint64(cfg.Seed))
-		return t.initMoments(nil)
-	})
-	if err != nil {
-		t.Close()
+	if err := m.do(func() error { torchrt.ManualSeed(uint64(cfg.Seed)); return nil }); err != nil {
+		return nil, err
+	}
+	if t.opt, err = NewOptimizer(m, cfg.AdamW()); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -66,6 +62,9 @@ func newTrainer(m *Model, cfg TrainConfig, train, eval []Example) (*Trainer, err
 	}
 	if len(train) == 0 {
 		return nil, fmt.Errorf("dragon: no training examples")
+	}
+	if m.frozen {
+		return nil, fmt.Errorf("dragon: training a frozen model")
 	}
 	if err := checkExamples(m.cfg, "training", train); err != nil {
 		return nil, err
@@ -83,33 +82,6 @@ func newTrainer(m *Model, cfg TrainConfig, train, eval []Example) (*Trainer, err
 	return t, nil
 }
 
-// initMoments creates the AdamW moments, zero or from vals (first moments
-// then second moments, paramSpecs order). Torch thread.
-func (t *Trainer) initMoments(vals [][]float32) error {
-	n := len(t.m.specs)
-	for i := range 2 * n {
-		s := t.m.specs[i%n]
-		var mt *ts.Tensor
-		var err error
-		if vals == nil {
-			mt, err = ts.Zeros(s.Shape, t.m.dtype, gotch.CPU)
-		} else {
-			mt, err = float32Tensor(vals[i], s.Shape)
-		}
-		if err != nil {
-			return fmt.Errorf("dragon: creating the AdamW moments of %s: %w", s.Name, err)
-		}
-		if i < n {
-			t.mom1 = append(t.mom1, mt)
-		} else {
-			t.mom2 = append(t.mom2, mt)
-		}
-	}
-	t.c1 = ts.FloatScalar(1 - t.cfg.Beta1)
-	t.c2 = ts.FloatScalar(1 - t.cfg.Beta2)
-	return nil
-}
-
 // Model returns the model being trained.
 func (t *Trainer) Model() *Model { return t.m }
 
@@ -122,19 +94,13 @@ func (t *Trainer) Close() error {
 		return nil
 	}
 	t.closed = true
-	return t.m.do(func() error {
-		t.a.reset()
-		for _, x := range append(t.mom1, t.mom2...) {
-			x.Drop()
+	err := t.m.do(func() error { t.a.reset(); return nil })
+	if t.opt != nil {
+		if cerr := t.opt.Close(); err == nil {
+			err = cerr
 		}
-		t.mom1, t.mom2 = nil, nil
-		for _, s := range []*ts.Scalar{t.c1, t.c2} {
-			if s != nil {
-				s.Drop()
-			}
-		}
-		return nil
-	})
+	}
+	return err
 }
 
 // nextBatch returns the next micro-batch's example indices, moving to the
@@ -160,7 +126,7 @@ func (t *Trainer) TrainStep(ctx context.Context) (StepStats, error) {
 	}
 	start := t.now()
 	mbs := make([]microBatch, t.cfg.Accum)
-	stats := StepStats{LR: t.cfg.LRAt(t.st.Step)}
+	stats := StepStats{LR: t.opt.cfg.LRAt(t.opt.step)}
 	for i := range mbs {
 		mbs[i] = makeMicroBatch(t.train, t.nextBatch(), trainPadding(t.m.cfg.Context))
 		stats.Tokens += mbs[i].Tokens
@@ -169,7 +135,7 @@ func (t *Trainer) TrainStep(ctx context.Context) (StepStats, error) {
 	var lossSum float64
 	err := t.m.do(func() error {
 		var err error
-		lossSum, stats.GradNorm, err = t.step(mbs, stats.Targets, stats.LR)
+		lossSum, stats.GradNorm, err = t.step(mbs, stats.Targets)
 		return err
 	})
 	if err != nil {
@@ -185,117 +151,30 @@ func (t *Trainer) TrainStep(ctx context.Context) (StepStats, error) {
 
 // step accumulates the gradients of mbs (the loss normalised by the
 // step's target count, so accumulation equals one large batch), then clips
-// and updates. It returns the summed loss and the gradient norm before
-// clipping. Torch thread.
-func (t *Trainer) step(mbs []microBatch, targets int, lr float64) (lossSum, gnorm float64, err error) {
+// and updates through the optimizer. It returns the summed loss and the
+// gradient norm before clipping. Torch thread.
+func (t *Trainer) step(mbs []microBatch, targets int) (lossSum, gnorm float64, err error) {
 	a := &t.a
 	defer a.reset()
-	defer t.zeroGrads()
 	inv := ts.FloatScalar(1 / float64(targets))
 	defer inv.Drop()
 	for i := range mbs {
-		loss := t.m.lossSum(a, &mbs[i], true)
+		loss := t.m.lossSum(a, &mbs[i], t.m.training)
 		a.backward(a.mulScalar(loss, inv))
 		if a.err != nil {
+			t.m.zeroGrads()
 			return 0, 0, a.err
 		}
 		v, err := scalarValue(loss, t.m.dtype)
 		if err != nil {
+			t.m.zeroGrads()
 			return 0, 0, err
 		}
 		lossSum += v
 		a.free()
 	}
-	err = noGrad(func() error {
-		var err error
-		gnorm, err = t.update(a, lr)
-		return err
-	})
-	return lossSum, gnorm, err
-}
-
-// update clips the gradients to the global norm cfg.Clip and applies one
-// AdamW step with learning rate lr. Torch thread, no grad.
-func (t *Trainer) update(a *arena, lr float64) (float64, error) {
-	grads := make([]*ts.Tensor, len(t.m.params))
-	norms := make([]*ts.Tensor, len(t.m.params))
-	for i, p := range t.m.params {
-		grads[i] = a.grad(p)
-		norms[i] = a.norm(grads[i])
-	}
-	total := a.norm(a.stack(norms))
-	if a.err != nil {
-		return 0, a.err
-	}
-	gnorm, err := scalarValue(total, t.m.dtype)
-	if err != nil {
-		return 0, err
-	}
-	if math.IsNaN(gnorm) || math.IsInf(gnorm, 0) {
-		return gnorm, fmt.Errorf("dragon: gradient norm is %v; no update", gnorm)
-	}
-	if c := t.cfg.Clip; c > 0 && gnorm > c {
-		s := ts.FloatScalar(c / (gnorm + 1e-6))
-		for _, g := range grads {
-			a.inplace("mul_", g.MulScalar_(s))
-		}
-		s.Drop()
-	}
-	// AdamW with bias correction, written so that one addcdiv applies it:
-	// p += m / d with d = -(bc1/lr)·(sqrt(v)/sqrt(bc2) + eps).
-	// That divides by lr: at lr = 0 (the last step of a cosine to
-	// min_lr = 0) the factors are -Inf, and where v = 0 (a parameter that
-	// never had a gradient) d = 0·(-Inf) = NaN. The update lr·m/(...) is
-	// then exactly 0, so the parameters are left as they are (the moments
-	// still advance). The same holds for an lr so small that the factors
-	// overflow float32, the tensors' type (lr below ~1e-38): its update,
-	// lr times a ratio of moments of order 1, is below float32's normal
-	// range, which the runtime flushes to zero.
-	k := float64(t.st.Step + 1)
-	bc1 := 1 - math.Pow(t.cfg.Beta1, k)
-	bc2 := 1 - math.Pow(t.cfg.Beta2, k)
-	fa, fb := -bc1/(lr*math.Sqrt(bc2)), -bc1/lr*t.cfg.Eps
-	move := lr > 0 && math.Abs(fa) <= math.MaxFloat32 && math.Abs(fb) <= math.MaxFloat32
-	sa := ts.FloatScalar(fa)
-	sb := ts.FloatScalar(fb)
-	decay := ts.FloatScalar(1 - lr*t.cfg.WeightDecay)
-	defer func() { sa.Drop(); sb.Drop(); decay.Drop() }()
-	for i, p := range t.m.params {
-		g, m1, m2 := grads[i], t.mom1[i], t.mom2[i]
-		if a.err != nil {
-			break
-		}
-		a.inplace("lerp_", m1.Lerp_(g, t.c1))
-		a.inplace("lerp_", m2.Lerp_(a.mul(g, g), t.c2))
-		if !move {
-			continue
-		}
-		d := a.sqrt(m2)
-		if a.err != nil {
-			break
-		}
-		a.inplace("mul_", d.MulScalar_(sa))
-		a.inplace("add_", d.AddScalar_(sb))
-		if t.m.specs[i].Decay && t.cfg.WeightDecay > 0 {
-			a.inplace("mul_", p.MulScalar_(decay))
-		}
-		a.inplace("addcdiv_", p.Addcdiv_(m1, d))
-	}
-	return gnorm, a.err
-}
-
-// zeroGrads zeroes every parameter's gradient. Torch thread.
-func (t *Trainer) zeroGrads() {
-	for _, p := range t.m.params {
-		g, err := p.Grad(false)
-		if err != nil {
-			continue
-		}
-		if ok, err := g.Defined(); err == nil && ok {
-			g.Zero_()
-		}
-		g.Drop()
-	}
+	st, err := t.opt.stepLocked()
+	return lossSum, st.GradNorm, err
 }
 
 // Eval returns the mean cross-entropy per target token of the held-out
@@ -411,13 +290,11 @@ func (t *Trainer) WriteCheckpoint(w io.Writer) error {
 		if vals, err = t.m.paramValues(); err != nil {
 			return err
 		}
-		for i, x := range append(append([]*ts.Tensor(nil), t.mom1...), t.mom2...) {
-			v, err := float32Values(x, t.m.dtype, int(t.m.specs[i%len(t.m.specs)].numel()))
-			if err != nil {
-				return fmt.Errorf("dragon: reading the AdamW moments: %w", err)
-			}
-			vals = append(vals, v)
+		mom, err := t.opt.momentValues()
+		if err != nil {
+			return err
 		}
+		vals = append(vals, mom...)
 		st.TorchRNG, err = torchrt.RNGState()
 		return err
 	})
@@ -438,6 +315,9 @@ func (r *Runtime) ResumeTrainer(rd io.Reader, train, eval []Example) (*Trainer, 
 		return nil, err
 	}
 	if ck.Train == nil {
+		if ck.Optim != nil {
+			return nil, fmt.Errorf("dragon: resuming: the checkpoint holds an optimizer's state, not a trainer's (Runtime.ResumeOptimizer reads it)")
+		}
 		return nil, fmt.Errorf("dragon: resuming: the checkpoint holds a model only (no training state)")
 	}
 	if d := examplesDigest(train); d != ck.Train.Data {
@@ -456,13 +336,12 @@ func (r *Runtime) ResumeTrainer(rd io.Reader, train, eval []Example) (*Trainer, 
 	t.st.TorchRNG = nil
 	t.plan = planEpoch(train, t.cfg.Batch, t.cfg.Bucket, t.cfg.Seed, t.st.Epoch)
 	n := len(m.specs)
-	err = m.do(func() error {
-		if err := t.initMoments(ck.Values[n:]); err != nil {
-			return err
-		}
-		return torchrt.SetRNGState(ck.Train.TorchRNG)
-	})
-	if err != nil {
+	if t.opt, err = newOptimizer(m, t.cfg.AdamW(), t.st.Step, ck.Values[n:]); err != nil {
+		t.Close()
+		m.Close()
+		return nil, fmt.Errorf("dragon: resuming: %w", err)
+	}
+	if err = m.do(func() error { return torchrt.SetRNGState(ck.Train.TorchRNG) }); err != nil {
 		t.Close()
 		m.Close()
 		return nil, fmt.Errorf("dragon: resuming: %w", err)

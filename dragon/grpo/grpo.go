@@ -123,7 +123,11 @@ type StepStats struct {
 	// KL is 0 without a reference. GradNorm (before clipping) is averaged
 	// over the updates, LR is the last update's. All are 0 when every group
 	// was skipped (no update).
-	KL       float64 `json:"kl"`
+	KL float64 `json:"kl"`
+	// RatioDev is the largest |π/π_old - 1| of any token over the updates
+	// (exactly 0 for the first update in eval mode: the policy that sampled
+	// is the one scored).
+	RatioDev float64 `json:"ratio_dev"`
 	ClipFrac float64 `json:"clip_frac"`
 	Loss     float64 `json:"loss"`
 	GradNorm float64 `json:"grad_norm"`

@@ -295,6 +295,7 @@ func (t *Trainer) doStep(ctx context.Context) (StepStats, error) {
 		st.Loss += u.loss / float64(cfg.Mu)
 		st.KL += u.stats.KL / float64(cfg.Mu)
 		st.ClipFrac += u.stats.ClipFrac / float64(cfg.Mu)
+		st.RatioDev = max(st.RatioDev, u.stats.RatioDev)
 		st.GradNorm += u.GradNorm / float64(cfg.Mu)
 		st.LR = u.LR
 		st.Updates++
@@ -344,6 +345,7 @@ func (t *Trainer) update(ctx context.Context, cs []dragon.Completion, terms []Te
 		u.stats.KL += ls.KL * w
 		u.stats.ClipFrac += ls.ClipFrac * w
 		u.stats.Ratio += ls.Ratio * w
+		u.stats.RatioDev = max(u.stats.RatioDev, ls.RatioDev)
 		wsum += w
 	}
 	u.stats.KL /= wsum

@@ -59,8 +59,8 @@ func frozenClone(t testing.TB, m *dragon.Model) *dragon.Model {
 
 // reversal is the verifiable toy task: a prompt "d1..dk SEP" asks for
 // "dk..d1 EOS". A sample earns 1 when exactly right, else half the share
-// of the target's positions it got right (a denser signal).
-type reversal struct{}
+// of the target's positions it got right times partial (a denser signal).
+type reversal struct{ partial float64 }
 
 func reversed(prompt []int) []int {
 	want := slices.Clone(prompt[:len(prompt)-1])
@@ -68,7 +68,7 @@ func reversed(prompt []int) []int {
 	return append(want, tEOS)
 }
 
-func (reversal) Reward(_ context.Context, p Prompt, samples [][]int) ([]Reward, error) {
+func (rv reversal) Reward(_ context.Context, p Prompt, samples [][]int) ([]Reward, error) {
 	want := reversed(p.Tokens)
 	out := make([]Reward, len(samples))
 	for i, s := range samples {
@@ -82,7 +82,7 @@ func (reversal) Reward(_ context.Context, p Prompt, samples [][]int) ([]Reward, 
 		if slices.Equal(s, want) {
 			correct = 1
 		}
-		total := correct + 0.5*partial*(1-correct)
+		total := correct + rv.partial*partial*(1-correct)
 		out[i] = Reward{Total: total, Components: map[string]float64{"correct": correct, "partial": partial}}
 	}
 	return out, nil
@@ -133,7 +133,7 @@ func TestMuOneIdenticalReference(t *testing.T) {
 		ref := frozenClone(t, m)
 		cfg := testConfig()
 		cfg.Mu, cfg.Batch = mu, 5 // several scoring passes
-		tr, err := NewTrainer(m, ref, cfg, prompts, reversal{})
+		tr, err := NewTrainer(m, ref, cfg, prompts, reversal{partial: 0.5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ func TestResumeContinuesCurve(t *testing.T) {
 		m := newModel(t, rt, mcfg, 4)
 		ref := frozenClone(t, m)
 		m.SetTraining(true)
-		tr, err := NewTrainer(m, ref, cfg, prompts, reversal{})
+		tr, err := NewTrainer(m, ref, cfg, prompts, reversal{partial: 0.5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,10 +239,10 @@ func TestResumeContinuesCurve(t *testing.T) {
 	if same {
 		t.Error("the disturbance of libtorch's RNG changed nothing: the test does not exercise it")
 	}
-	if _, err := ResumeTrainer(rt, bytes.NewReader(ck), b.ref, prompts[1:], reversal{}); err == nil {
+	if _, err := ResumeTrainer(rt, bytes.NewReader(ck), b.ref, prompts[1:], reversal{partial: 0.5}); err == nil {
 		t.Error("ResumeTrainer accepted other prompts")
 	}
-	c, err := ResumeTrainer(rt, bytes.NewReader(ck), b.ref, prompts, reversal{})
+	c, err := ResumeTrainer(rt, bytes.NewReader(ck), b.ref, prompts, reversal{partial: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -262,3 +262,94 @@ func TestResumeContinuesCurve(t *testing.T) {
 		t.Error("the resumed run's final checkpoint differs from the straight run's")
 	}
 }
+
+// flaky fails when fail is set, else rewards as reversal.
+type flaky struct {
+	reversal
+	fail *bool
+}
+
+func (f flaky) Reward(ctx context.Context, p Prompt, samples [][]int) ([]Reward, error) {
+	if *f.fail {
+		return nil, fmt.Errorf("the judge is down")
+	}
+	return f.reversal.Reward(ctx, p, samples)
+}
+
+// TestFailedStepRetries: a step that fails before updating the policy (here
+// its rewarder) changes nothing: the trainer can checkpoint and retry it,
+// and the run goes on as if it had not failed.
+func TestFailedStepRetries(t *testing.T) {
+	rt := newRuntime(t)
+	prompts := reversalPrompts(rand.New(rand.NewPCG(3, 3)), 5, 2, 4, map[string]bool{})
+	cfg := testConfig()
+	fail := false
+	run := func() *Trainer {
+		m := newModel(t, rt, toyConfig(), 5)
+		m.SetTraining(false)
+		tr, err := NewTrainer(m, frozenClone(t, m), cfg, prompts, flaky{reversal{0.5}, &fail})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	want := statsCurve(t, run(), 3)
+	tr := run()
+	got := statsCurve(t, tr, 1)
+	fail = true
+	if _, err := tr.Step(context.Background()); err == nil {
+		t.Fatal("a step whose rewarder failed succeeded")
+	}
+	fail = false
+	checkpoint(t, tr)
+	got = append(got, statsCurve(t, tr, 2)...)
+	for i := range want {
+		if want[i].Loss != got[i].Loss || want[i].RewardMean != got[i].RewardMean || want[i].GradNorm != got[i].GradNorm {
+			t.Errorf("step %d: %+v after a failed attempt, %+v without", i+1, got[i], want[i])
+		}
+	}
+}
+
+func TestNewTrainerRefuses(t *testing.T) {
+	rt := newRuntime(t)
+	m := newModel(t, rt, toyConfig(), 1)
+	ref := frozenClone(t, m)
+	good := reversalPrompts(rand.New(rand.NewPCG(4, 4)), 3, 2, 4, map[string]bool{})
+	cfg := testConfig()
+	for _, c := range []struct {
+		name    string
+		ref     *dragon.Model
+		cfg     func(*Config)
+		prompts []Prompt
+	}{
+		{"the policy as its own reference", m, nil, good},
+		{"no reference with beta > 0", nil, nil, good},
+		{"a group of one", ref, func(c *Config) { c.Group = 1 }, good},
+		{"epsilon 0", ref, func(c *Config) { c.Epsilon = 0 }, good},
+		{"greedy sampling", ref, func(c *Config) { c.Temperature = 0 }, good},
+		{"a stop token outside the vocabulary", ref, func(c *Config) { c.Stop = []int{tVocab} }, good},
+		{"no prompts", ref, nil, nil},
+		{"an empty prompt", ref, nil, []Prompt{{ID: "e"}}},
+		{"a token outside the vocabulary", ref, nil, []Prompt{{ID: "v", Tokens: []int{1, tVocab}}}},
+		{"a prompt filling the context", ref, nil, []Prompt{{ID: "l", Tokens: make([]int, toyConfig().Context)}}},
+	} {
+		cc := cfg
+		if c.cfg != nil {
+			c.cfg(&cc)
+		}
+		if tr, err := NewTrainer(m, c.ref, cc, c.prompts, reversal{}); err == nil {
+			tr.Close()
+			t.Errorf("%s: accepted", c.name)
+		} else {
+			t.Logf("%s: %v", c.name, err)
+		}
+	}
+	cfg.Beta = 0
+	tr, err := NewTrainer(m, nil, cfg, good, reversal{})
+	if err != nil {
+		t.Errorf("beta 0 without a reference: %v", err)
+	} else {
+		tr.Close()
+	}
+}

@@ -60,6 +60,7 @@ func BenchmarkStep(b *testing.B) {
 	defer tr.Close()
 	b.ResetTimer()
 	start := time.Now()
+	var sample, score, update float64
 	for range b.N {
 		st, err := tr.Step(context.Background())
 		if err != nil {
@@ -68,7 +69,13 @@ func BenchmarkStep(b *testing.B) {
 		if st.Updates != 1 {
 			b.Fatalf("step %d made %d updates", st.Step, st.Updates)
 		}
+		sample += st.SampleSeconds / float64(b.N)
+		score += st.ScoreSeconds / float64(b.N)
+		update += st.UpdateSeconds / float64(b.N)
 	}
+	b.ReportMetric(sample, "sample-s/step")
+	b.ReportMetric(score, "score-s/step")
+	b.ReportMetric(update, "update-s/step")
 	b.ReportMetric(time.Since(start).Seconds()/float64(b.N), "s/step")
 	b.ReportMetric(float64(b.N*4*8*128)/time.Since(start).Seconds(), "tok/s")
 }

@@ -144,6 +144,12 @@ type StepStats struct {
 	FailedSamples int `json:"failed_samples"`
 	// Updates is the number of optimizer steps made (Mu, or 0).
 	Updates int `json:"updates"`
+	// Seconds spent sampling, rewarding, scoring with the old policy and
+	// the reference, and in the μ updates (score, backward, step).
+	SampleSeconds float64 `json:"sample_s"`
+	RewardSeconds float64 `json:"reward_s"`
+	ScoreSeconds  float64 `json:"score_s"`
+	UpdateSeconds float64 `json:"update_s"`
 	// Components are the reward components, each averaged over the samples
 	// that report it.
 	Components map[string]float64 `json:"components,omitempty"`

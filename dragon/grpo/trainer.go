@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"dragonx/dragon"
 )
@@ -196,6 +197,13 @@ func (t *Trainer) doStep(ctx context.Context, st *StepStats) error {
 			return c(row%G, prompt, generated, allow)
 		}
 	}
+	clock := time.Now()
+	lap := func() float64 {
+		now := time.Now()
+		d := now.Sub(clock).Seconds()
+		clock = now
+		return d
+	}
 	samples, err := t.policy.SampleRows(ctx, rows, opts)
 	if err != nil {
 		return fmt.Errorf("sampling: %w", err)
@@ -204,7 +212,7 @@ func (t *Trainer) doStep(ctx context.Context, st *StepStats) error {
 		return fmt.Errorf("sampling: %d samples for %d rows", len(samples), len(rows))
 	}
 
-	*st = StepStats{Samples: P * G}
+	*st = StepStats{Samples: P * G, SampleSeconds: lap()}
 	compSum, compN := map[string]float64{}, map[string]int{}
 	var all []float64
 	for k := range groups {
@@ -238,6 +246,7 @@ func (t *Trainer) doStep(ctx context.Context, st *StepStats) error {
 		gr.rewards = rs
 	}
 	st.RewardMean, st.RewardStd = meanStd(all)
+	st.RewardSeconds = lap()
 	if len(compSum) > 0 {
 		st.Components = make(map[string]float64, len(compSum))
 		for name, s := range compSum {
@@ -297,6 +306,7 @@ func (t *Trainer) doStep(ctx context.Context, st *StepStats) error {
 			return fmt.Errorf("scoring with the reference: %w", err)
 		}
 	}
+	st.ScoreSeconds = lap()
 	for i := range terms {
 		terms[i].Old = old[i]
 		if ref != nil {
@@ -316,6 +326,7 @@ func (t *Trainer) doStep(ctx context.Context, st *StepStats) error {
 		st.LR = u.LR
 		st.Updates++
 	}
+	st.UpdateSeconds = lap()
 	return nil
 }
 

@@ -20,6 +20,7 @@ var (
 	toyLR       = flag.Float64("grpo.toy-lr", 1e-3, "learning rate of GRPO and RFT on the toy task")
 	toyBeta     = flag.Float64("grpo.toy-beta", 0.04, "GRPO's KL weight on the toy task")
 	toyMu       = flag.Int("grpo.toy-mu", 2, "GRPO's updates per batch on the toy task")
+	toySeed     = flag.Int64("grpo.toy-seed", 1, "first of the toy task's 3 seeds")
 	toyPartial  = flag.Float64("grpo.toy-partial", 0, "the toy reward's weight of partially right samples")
 )
 
@@ -190,16 +191,24 @@ func (x *toy) rft(t *testing.T, sft *dragon.Model, seed int64) *dragon.Model {
 }
 
 // TestToyTaskBeatsSFTAndRFT: from a weak SFT model of digit reversal, GRPO
-// raises held-out pass@1 (temperature 1) above the SFT model's for each of
-// 3 seeds with a bounded KL to the SFT reference, and above a
-// rejection-sampling fine-tune with the same sample budget on the mean
-// over the seeds (per seed the two are within a few points of each other
-// at some settings: see the report of issue 15).
+// (binary reward, μ = 2, β = 0.04, 150 steps of 8×8 samples) raises
+// held-out pass@1 (temperature 1) at least 0.1 above the SFT model's for
+// each of 3 seeds with a bounded KL to the SFT reference, and above a
+// rejection-sampling fine-tune with the same sample budget on the mean over
+// the seeds.
+//
+// Measured (one thread): seeds 1-3 give SFT 0.18/0.05/0.12, RFT
+// 0.56/0.36/0.29, GRPO 0.59/0.45/0.36. The comparison with RFT is not
+// robust: seeds 4-6 (-grpo.toy-seed=4) give RFT 0.72/0.21/0.23 and GRPO
+// 0.70/0.18/0.25 (mean 0.389 vs 0.377: below RFT, and seed 5 only 0.093
+// above SFT), and other settings (β, μ, partial credit, steps) move the
+// per-seed order either way: on this task GRPO and RFT are within a few
+// points of each other.
 func TestToyTaskBeatsSFTAndRFT(t *testing.T) {
 	rt := newRuntime(t)
 	var meanRL, meanRFT float64
 	const seeds = 3
-	for seed := int64(1); seed <= seeds; seed++ {
+	for seed := *toySeed; seed < *toySeed+seeds; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			start := time.Now()
 			x := newToy(seed)

@@ -46,7 +46,13 @@ func Serve(ctx context.Context, path string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("job: the %s runner of this binary is version %q, the job wants version %q: the parent and this binary come from different builds (make build)", j.Kind, r.Version, j.Version)
 	}
 	rep := &lineReporter{w: stdout, every: 50 * time.Millisecond, now: time.Now}
-	err = r.Run(ctx, j, &Env{Progress: rep, Log: stderr})
+	env := &Env{Progress: rep, Log: stderr}
+	if j.ShardFromEnv {
+		// A cluster task: its stdout is only its log file, and the
+		// executor reports shards done; progress lines would be noise.
+		env.Progress = progress.Nop{}
+	}
+	err = r.Run(ctx, j, env)
 	rep.flush()
 	if err != nil {
 		return fmt.Errorf("%s job: %w", j.Kind, err)

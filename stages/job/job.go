@@ -24,7 +24,8 @@
 // one job file for every task of the job: the file sets shard_from_env and
 // the child reads its shard from $DRAGONX_SHARD, which the task wrapper
 // sets. The wrapper, not Run, then starts the child and keeps its output in
-// the shard's log (stdout's progress lines included).
+// the shard's log; such a child writes no progress lines (the executor
+// reports shards done).
 //
 // Cancelling the parent's context sends SIGINT to the child, which cancels the
 // runner's context: the runner saves what lets it resume (in Job.StateDir)

@@ -290,10 +290,11 @@ func FuzzParse(f *testing.F) {
 func TestShardFromEnv(t *testing.T) {
 	var got []int
 	var mu sync.Mutex
-	job.Register("shardenv-test", job.Runner{Version: "1", Run: func(_ context.Context, j *job.Job, _ *job.Env) error {
+	job.Register("shardenv-test", job.Runner{Version: "1", Run: func(_ context.Context, j *job.Job, env *job.Env) error {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, j.Shard)
+		env.Progress.Report(progress.Event{Done: 1, Total: 1, Unit: "steps"})
 		return nil
 	}})
 	path := filepath.Join(t.TempDir(), "job.json")
@@ -303,7 +304,12 @@ func TestShardFromEnv(t *testing.T) {
 	serve := func(shard, shards string) error {
 		t.Setenv(job.EnvShard, shard)
 		t.Setenv(job.EnvShards, shards)
-		return job.Serve(context.Background(), path, io.Discard, io.Discard)
+		var stdout strings.Builder
+		err := job.Serve(context.Background(), path, &stdout, io.Discard)
+		if stdout.Len() > 0 {
+			t.Errorf("a shard_from_env child wrote %q to stdout; want no progress lines", stdout.String())
+		}
+		return err
 	}
 	for _, s := range []string{"2", "0"} {
 		if err := serve(s, "3"); err != nil {

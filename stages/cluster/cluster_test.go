@@ -386,3 +386,20 @@ func TestSharedFilesAreReadInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestPassEnv: a variable named in PassEnv comes from the wrapper's own
+// environment (on a node: what Slurm set), others do not.
+func TestPassEnv(t *testing.T) {
+	t.Setenv("DRAGONX_TEST_PASSED", "from the node")
+	t.Setenv("DRAGONX_TEST_NOT_PASSED", "leak")
+	dir := filepath.Join(t.TempDir(), "job")
+	s := spec(1, `echo "$DRAGONX_TEST_PASSED|$DRAGONX_TEST_NOT_PASSED|${DRAGONX_TEST_UNSET-unset}" > out.txt`)
+	s.PassEnv = []string{"DRAGONX_TEST_PASSED", "DRAGONX_TEST_UNSET"}
+	out, err := cluster.NewLocal(cluster.LocalConfig{Dir: dir}).Run(context.Background(), &cluster.Job{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out.WorkDirs[0], "out.txt")); err != nil || string(b) != "from the node||unset\n" {
+		t.Errorf("the task saw %q (%v)", b, err)
+	}
+}

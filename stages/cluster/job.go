@@ -55,6 +55,11 @@ type Spec struct {
 	// Env is the command's whole environment besides TMPDIR, DRAGONX_SHARD
 	// and DRAGONX_SHARDS, which the wrapper sets.
 	Env []string `json:"env"`
+	// PassEnv names variables the task takes from the wrapper's own
+	// environment where set there (on a Slurm node: what Slurm gives the
+	// task, e.g. CUDA_VISIBLE_DEVICES for its GPUs), after Env. Their
+	// values belong to the node, not to the job.
+	PassEnv []string `json:"pass_env,omitempty"`
 	// Shards is the number of tasks, 1..MaxShards.
 	Shards int `json:"shards"`
 	// Name names the job for people (squeue's job name, logs).

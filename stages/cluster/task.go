@@ -95,6 +95,11 @@ func RunTask(ctx context.Context, dir string, i int) (*Marker, error) {
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.Env = append([]string(nil), spec.Env...)
+	for _, k := range spec.PassEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
 	if !hasVar(spec.Env, "TMPDIR") {
 		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
 	}

@@ -129,7 +129,8 @@ func runExecutor(ctx context.Context, rc *stages.RunContext, jobs []ShardJob) ([
 	fmt.Fprintf(rc.Log, "harvest: %d shards on the %s executor, work directory %s\n", n, ex.Name(), ex.Dir())
 	start := time.Now()
 	res, err := ex.Run(ctx, &cluster.Job{
-		Spec:     cluster.Spec{Argv: argv, Env: env, Shards: n, Name: "harvest"},
+		// The GPUs Slurm gives a task (target cuda) are the node's.
+		Spec:     cluster.Spec{Argv: argv, Env: env, PassEnv: []string{"CUDA_VISIBLE_DEVICES"}, Shards: n, Name: "harvest"},
 		Shared:   local,
 		Log:      rc.Log,
 		Progress: rc.Progress,

@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 
 // executorEngine is newEngine whose sharded stages run this test binary as
 // dragonx, on c when not nil.
-func executorEngine(t *testing.T, c *slurmtest.Cluster) *stages.Engine {
+func executorEngine(t testing.TB, c *slurmtest.Cluster) *stages.Engine {
 	t.Helper()
 	e := newEngine(t)
 	self, err := os.Executable()
@@ -85,7 +85,7 @@ const (
 
 // withExecutor is testdata/harvest.hcl in 3 shards, with an executor block
 // (none for "").
-func withExecutor(t *testing.T, block string) []byte {
+func withExecutor(t testing.TB, block string) []byte {
 	return experiment(t, "shards    = 2", "shards = 3\n  "+block)
 }
 
@@ -222,6 +222,35 @@ func TestHarvestExecutorCancelResume(t *testing.T) {
 				t.Errorf("rerun log lacks %q:\n%s", want, log)
 			}
 			checkSame(t, name+" resumed", eng, again)
+		})
+	}
+}
+
+// BenchmarkHarvestExecutors runs the 3-shard harvest of testdata (7
+// workloads, 8 trials each) in-process, on the local executor (3 child
+// processes) and on a one-node Slurm cluster (one array), each from an
+// empty cache:
+//
+//	go test -run '^$' -bench HarvestExecutors -benchtime 3x ./stages/harvest/
+func BenchmarkHarvestExecutors(b *testing.B) {
+	cases := []struct{ name, block string }{{"in-process", ""}, {"local", localExecutor}, {"slurm", slurmExecutor}}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			var cl *slurmtest.Cluster
+			if c.name == "slurm" {
+				cl = slurmtest.StartT(b, slurmtest.Options{OverSubscribe: 4})
+				// The first job after a cold start waits for the node's
+				// registration: warm the cluster up first.
+				runExperiment(b, context.Background(), executorEngine(b, cl), withExecutor(b, c.block), &testUI{})
+			}
+			src := withExecutor(b, c.block)
+			b.ResetTimer()
+			for range b.N {
+				out := runExperiment(b, context.Background(), executorEngine(b, cl), src, &testUI{})
+				if out.res.Status != stages.StatusRan {
+					b.Fatalf("status %s: %v", out.res.Status, out.res.Err)
+				}
+			}
 		})
 	}
 }

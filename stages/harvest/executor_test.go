@@ -256,3 +256,61 @@ func BenchmarkHarvestExecutors(b *testing.B) {
 		})
 	}
 }
+
+// failingBinary writes a script that plays dragonx for the shard tasks but
+// fails shard 1 (exit 3, with a message): always, or on its first attempt
+// only.
+func failingBinary(t *testing.T, always bool) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cond := fmt.Sprintf(`[ ! -e %[1]s/failed ] && touch %[1]s/failed`, dir)
+	if always {
+		cond = "true"
+	}
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$DRAGONX_SHARD\" = 1 ] && %s; then echo 'injected failure of shard 1' >&2; exit 3; fi\nexec %s \"$@\"\n", cond, self)
+	p := filepath.Join(dir, "dragonx")
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestHarvestExecutorRetries: a shard task that fails once is retried and
+// the outputs are the in-process run's; one that always fails fails the
+// stage, naming the shard, its exit status and its log's last lines.
+func TestHarvestExecutorRetries(t *testing.T) {
+	for _, name := range []string{"local", "slurm"} {
+		t.Run(name, func(t *testing.T) {
+			var c *slurmtest.Cluster
+			block := localExecutor
+			if name == "slurm" {
+				c = slurmtest.StartT(t, slurmtest.Options{OverSubscribe: 4})
+				block = slurmExecutor
+			}
+			baseline(t)
+			eng := executorEngine(t, c)
+			eng.Cluster.Binary = failingBinary(t, false)
+			out := runExperiment(t, context.Background(), eng, withExecutor(t, block), &testUI{})
+			checkSame(t, name+" retried", eng, out)
+			if log := out.ui.log(); !strings.Contains(log, "shard 1 failed: exit status 3") || !strings.Contains(log, "retrying") || !strings.Contains(log, "(0 reused, 4 task(s) started)") {
+				t.Errorf("log:\n%s", log)
+			}
+
+			eng = executorEngine(t, c)
+			eng.Cluster.Binary = failingBinary(t, true)
+			out = runExperiment(t, context.Background(), eng, withExecutor(t, strings.Replace(block, "{", "{\n    retries = 1", 1)), &testUI{})
+			if out.res.Status != stages.StatusFailed {
+				t.Fatalf("always failing: status %s", out.res.Status)
+			}
+			for _, want := range []string{"shard 1 of 3 failed after 2 attempt(s)", "exit status 3", "injected failure of shard 1"} {
+				if !strings.Contains(out.res.Err.Error(), want) {
+					t.Errorf("the error lacks %q: %v", want, out.res.Err)
+				}
+			}
+		})
+	}
+}

@@ -241,6 +241,11 @@ type ClusterOptions struct {
 	// appends the work directory and the shard (the CLI: the dragonx
 	// executable and "shard-task").
 	Task []string
+	// Binary is the dragonx executable that shard tasks run for kinds
+	// whose shards are dragonx's own work (`dragonx stage-job FILE`:
+	// harvest), as the tasks see it (RunContext.Binary). The CLI sets it
+	// and Task from the same executable.
+	Binary string
 	// SlurmEnv is added to the environment of sbatch, squeue and scancel
 	// (tests: SLURM_CONF of their cluster).
 	SlurmEnv []string

@@ -109,6 +109,17 @@ type RunContext struct {
 	// the stage key's work directory. Only sharded stages call it. nil when
 	// the engine offers none.
 	Shards func() (cluster.Executor, error)
+	// Executor is the type of the executor block that applies to this
+	// stage ("local" or "slurm": its own, else the experiment's), "" when
+	// none is declared. A kind that can run its shards in-process (harvest)
+	// does so when it is "", and through Shards otherwise.
+	Executor string
+	// Binary is the dragonx executable that a shard task runs as
+	// `BINARY stage-job FILE` (package stages/job), at the path where the
+	// executor's tasks see it: Engine.Cluster.Binary (the CLI: the
+	// environment's DRAGONX_SHARD_TASK_BIN, else its own executable). ""
+	// when the engine has none.
+	Binary string
 }
 
 var registry = struct {

@@ -338,7 +338,12 @@ func (r *runner) execute(ctx context.Context, inst *Instance, res *Result, diges
 	for _, in := range inst.Stage.Inputs() {
 		inputs[in.Name] = in
 	}
+	declared := ""
+	if spec := r.cfg.ExecutorOf(inst); spec != nil {
+		declared = spec.Type
+	}
 	rc := &RunContext{
+		Executor: declared,
 		Dir:      dir,
 		StateDir: stateDir,
 		Key:      res.Key.String(),
@@ -349,6 +354,7 @@ func (r *runner) execute(ctx context.Context, inst *Instance, res *Result, diges
 		Shards: func() (cluster.Executor, error) {
 			return e.shardExecutor(r.cfg.ExecutorOf(inst), res.Key.String())
 		},
+		Binary: e.Cluster.Binary,
 		Materialize: func(ctx context.Context, name, dst string) error {
 			in, ok := inputs[name]
 			if !ok {

@@ -193,8 +193,10 @@ func newEngine(e *env, f *expFlags, cfg *stages.Config, store cache.Store, cache
 	if exe := e.getenv("DRAGONX_SHARD_TASK_BIN"); exe != "" {
 		// Where the nodes find dragonx, when not at this executable's path.
 		eng.Cluster.Task = clusterTask(exe)
+		eng.Cluster.Binary = exe
 	} else if exe, err := os.Executable(); err == nil {
 		eng.Cluster.Task = clusterTask(exe)
+		eng.Cluster.Binary = exe
 	}
 	if cfg != nil {
 		out := f.outDir

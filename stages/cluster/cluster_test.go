@@ -354,3 +354,52 @@ func TestSlurmTaskCancelledOutside(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 }
+
+// TestSharedFilesAreReadInPlace: a job's Shared directory is copied once
+// into the work directory, where every task reads it by path; it is not
+// copied into the working directories, and a second run replaces it.
+func TestSharedFilesAreReadInPlace(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "job")
+	for _, word := range []string{"first", "second"} {
+		shared := t.TempDir()
+		for i := range 3 {
+			if err := os.WriteFile(filepath.Join(shared, fmt.Sprintf("in-%d.txt", i)), []byte(fmt.Sprintf("%s %d\n", word, i)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		script := fmt.Sprintf(`cat %s/in-$DRAGONX_SHARD.txt > out.txt; ls > ls.txt`, cluster.SharedDir(dir))
+		ex := cluster.NewLocal(cluster.LocalConfig{Dir: dir, Parallelism: 3})
+		// A new command each time, so that no shard is reused.
+		out, err := ex.Run(context.Background(), &cluster.Job{Spec: spec(3, script+"; : "+word), Shared: shared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, wd := range out.WorkDirs {
+			b, err := os.ReadFile(filepath.Join(wd, "out.txt"))
+			if want := fmt.Sprintf("%s %d\n", word, i); err != nil || string(b) != want {
+				t.Errorf("%s run: shard %d read %q (%v), want %q", word, i, b, err, want)
+			}
+			if b, _ := os.ReadFile(filepath.Join(wd, "ls.txt")); string(b) != "out.txt\n" && string(b) != "ls.txt\nout.txt\n" {
+				t.Errorf("%s run: shard %d's working directory holds %q", word, i, b)
+			}
+		}
+	}
+}
+
+// TestPassEnv: a variable named in PassEnv comes from the wrapper's own
+// environment (on a node: what Slurm set), others do not.
+func TestPassEnv(t *testing.T) {
+	t.Setenv("DRAGONX_TEST_PASSED", "from the node")
+	t.Setenv("DRAGONX_TEST_NOT_PASSED", "leak")
+	dir := filepath.Join(t.TempDir(), "job")
+	s := spec(1, `echo "$DRAGONX_TEST_PASSED|$DRAGONX_TEST_NOT_PASSED|${DRAGONX_TEST_UNSET-unset}" > out.txt`)
+	s.PassEnv = []string{"DRAGONX_TEST_PASSED", "DRAGONX_TEST_UNSET"}
+	out, err := cluster.NewLocal(cluster.LocalConfig{Dir: dir}).Run(context.Background(), &cluster.Job{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out.WorkDirs[0], "out.txt")); err != nil || string(b) != "from the node||unset\n" {
+		t.Errorf("the task saw %q (%v)", b, err)
+	}
+}

@@ -14,6 +14,7 @@
 //
 //	DIR/job.json               the Spec (what every task runs)
 //	DIR/seed/                  files copied into every fresh working directory
+//	DIR/shared/                files every task reads in place (not copied per shard)
 //	DIR/shard-0003/attempt     the attempt the next task of shard 3 is (1, 2, ...)
 //	DIR/shard-0003/work/       shard 3's working directory (fresh per attempt)
 //	DIR/shard-0003/tmp/        its TMPDIR (fresh per attempt)
@@ -54,6 +55,11 @@ type Spec struct {
 	// Env is the command's whole environment besides TMPDIR, DRAGONX_SHARD
 	// and DRAGONX_SHARDS, which the wrapper sets.
 	Env []string `json:"env"`
+	// PassEnv names variables the task takes from the wrapper's own
+	// environment where set there (on a Slurm node: what Slurm gives the
+	// task, e.g. CUDA_VISIBLE_DEVICES for its GPUs), after Env. Their
+	// values belong to the node, not to the job.
+	PassEnv []string `json:"pass_env,omitempty"`
 	// Shards is the number of tasks, 1..MaxShards.
 	Shards int `json:"shards"`
 	// Name names the job for people (squeue's job name, logs).
@@ -67,6 +73,12 @@ type Job struct {
 	// every fresh working directory (a stage's inputs). It is copied into the
 	// work directory first, so that cluster nodes can read it.
 	Seed string
+	// Shared, when not "", is a local directory copied once into the work
+	// directory, at SharedDir(DIR), before any task starts; tasks read it
+	// there in place (on a node as on this machine) and must not change
+	// it. Unlike Seed it is not copied into every working directory, so it
+	// suits what is large or differs by shard (a harvest's shard jobs).
+	Shared string
 	// Log receives the executor's messages (submissions, retries).
 	Log io.Writer
 	// Progress receives shards done out of the total, with the running and
@@ -118,6 +130,10 @@ func specPath(dir string) string { return filepath.Join(dir, "job.json") }
 
 func seedDir(dir string) string { return filepath.Join(dir, "seed") }
 
+// SharedDir is where a job's Shared directory lands in the work directory
+// dir.
+func SharedDir(dir string) string { return filepath.Join(dir, "shared") }
+
 // readSpec reads DIR/job.json.
 func readSpec(dir string) (Spec, error) {
 	var s Spec
@@ -160,6 +176,14 @@ func prepare(dir string, job *Job) error {
 	if job.Seed != "" {
 		if err := copyTree(job.Seed, seedDir(dir)); err != nil {
 			return fmt.Errorf("cluster: copying the inputs into the work directory: %w", err)
+		}
+	}
+	if err := os.RemoveAll(SharedDir(dir)); err != nil {
+		return fmt.Errorf("cluster: clearing the shared files: %w", err)
+	}
+	if job.Shared != "" {
+		if err := copyTree(job.Shared, SharedDir(dir)); err != nil {
+			return fmt.Errorf("cluster: copying the shared files into the work directory: %w", err)
 		}
 	}
 	return nil

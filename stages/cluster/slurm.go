@@ -305,11 +305,24 @@ func (b *slurmBackend) accountedState(ctx context.Context, task string) string {
 			}
 		}
 	}
-	out, err := b.command(ctx, "scontrol", "show", "job", "-o", task)
-	if err != nil {
-		return ""
+	// A task that has just ended may still be COMPLETING (its processes
+	// being reaped) for a moment: wait a little for its final state.
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		out, err := b.command(ctx, "scontrol", "show", "job", "-o", task)
+		if err != nil {
+			return ""
+		}
+		st := parseScontrol(out)
+		if !strings.HasPrefix(st, "COMPLETING") || time.Now().After(deadline) {
+			return st
+		}
+		select {
+		case <-ctx.Done():
+			return st
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return parseScontrol(out)
 }
 
 // parseScontrol picks JobState, Reason and ExitCode out of one line of

@@ -95,6 +95,11 @@ func RunTask(ctx context.Context, dir string, i int) (*Marker, error) {
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.Env = append([]string(nil), spec.Env...)
+	for _, k := range spec.PassEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
 	if !hasVar(spec.Env, "TMPDIR") {
 		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
 	}
@@ -209,4 +214,22 @@ func TaskMain(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// WriteShardLog copies the log of shard i's last attempt in the work
+// directory dir to w, headed by its marker (attempt, host, duration), for
+// a stage's log.
+func WriteShardLog(w io.Writer, dir string, i int) {
+	m, err := ReadMarker(dir, i)
+	if err != nil {
+		fmt.Fprintf(w, "--- shard %d: no marker (%v)\n", i, err)
+		return
+	}
+	fmt.Fprintf(w, "--- shard %d (attempt %d on %s, %v)\n", i, m.Attempt, m.Host, m.End.Sub(m.Start).Round(time.Millisecond))
+	f, err := os.Open(LogPath(dir, i, m.Attempt))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(w, f)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -82,7 +81,7 @@ func (s *Stage) runSharded(ctx context.Context, rc *stages.RunContext) error {
 	}
 	fmt.Fprintf(rc.Log, "shards: %d done in %v (%d reused, %d task(s) started)\n", s.shards, time.Since(start).Round(time.Millisecond), out.Reused, out.Attempts)
 	for i := range out.WorkDirs {
-		appendShardLog(rc.Log, out.Dir, i)
+		cluster.WriteShardLog(rc.Log, out.Dir, i)
 	}
 	for _, o := range s.Outputs() {
 		if err := cluster.MergeOutput(out.WorkDirs, filepath.FromSlash(o.Path), filepath.Join(rc.Dir, filepath.FromSlash(o.Path))); err != nil {
@@ -95,21 +94,4 @@ func (s *Stage) runSharded(ctx context.Context, rc *stages.RunContext) error {
 		fmt.Fprintf(rc.Log, "warning: removing the shards' work directory: %v\n", err)
 	}
 	return nil
-}
-
-// appendShardLog copies shard i's last log into the stage log, headed by
-// its marker.
-func appendShardLog(w io.Writer, dir string, i int) {
-	m, err := cluster.ReadMarker(dir, i)
-	if err != nil {
-		fmt.Fprintf(w, "--- shard %d: no marker (%v)\n", i, err)
-		return
-	}
-	fmt.Fprintf(w, "--- shard %d (attempt %d on %s, %v)\n", i, m.Attempt, m.Host, m.End.Sub(m.Start).Round(time.Millisecond))
-	f, err := os.Open(cluster.LogPath(dir, i, m.Attempt))
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_, _ = io.Copy(w, f)
 }

@@ -199,8 +199,11 @@ func Jobs(p Params, specs []*workload.Spec, n int) []ShardJob {
 	return jobs
 }
 
-// Run tunes the workloads on s.shards goroutines, merges the shards'
-// databases and builds the datasets.
+// Run tunes the workloads in s.shards shards, merges the shards' databases
+// and builds the datasets. Without an executor block the shards run on
+// goroutines of this process (resume state under rc.StateDir); with one,
+// each shard is a task of the executor (`dragonx stage-job`, task.go). The
+// outputs are the same bytes either way.
 func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
 	in := filepath.Join(rc.Dir, ".input-"+inputWorkloads)
 	if err := rc.Materialize(ctx, s.input.Name, in); err != nil {
@@ -241,6 +244,18 @@ func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
 	}
 	fmt.Fprintf(rc.Log, "harvest: %d workloads (%d test), %d trials each on %s, %d shards\n", len(specs), len(test), s.params.Trials, s.params.Target, s.shards)
 	jobs := Jobs(s.params, specs, s.shards)
+	if rc.Executor != "" {
+		// An executor block: each shard is a task of the executor.
+		dirs, sums, cleanup, err := runExecutor(ctx, rc, jobs)
+		if err != nil {
+			return err
+		}
+		if err := Finish(ctx, rc.Dir, dirs, sums, s.dataset.Options(test), rc.Log); err != nil {
+			return err
+		}
+		cleanup()
+		return nil
+	}
 	clearStale(state, len(jobs), rc.Log)
 	sums, err := runLocal(ctx, jobs, state, rc.Progress, rc.Log)
 	if err != nil {

@@ -61,7 +61,7 @@ type writerFunc func([]byte) (int, error)
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // experiment returns testdata/harvest.hcl with replacements applied.
-func experiment(t *testing.T, repl ...string) []byte {
+func experiment(t testing.TB, repl ...string) []byte {
 	t.Helper()
 	b, err := os.ReadFile("testdata/harvest.hcl")
 	if err != nil {
@@ -85,7 +85,7 @@ type runOut struct {
 	ui    *testUI
 }
 
-func runExperiment(t *testing.T, ctx context.Context, eng *stages.Engine, src []byte, ui *testUI) runOut {
+func runExperiment(t testing.TB, ctx context.Context, eng *stages.Engine, src []byte, ui *testUI) runOut {
 	t.Helper()
 	abs, err := filepath.Abs("testdata/harvest.hcl")
 	if err != nil {
@@ -120,7 +120,7 @@ func runExperiment(t *testing.T, ctx context.Context, eng *stages.Engine, src []
 	return out
 }
 
-func newEngine(t *testing.T) *stages.Engine {
+func newEngine(t testing.TB) *stages.Engine {
 	root := t.TempDir()
 	return &stages.Engine{
 		Store:     cache.NewMem(),

@@ -267,13 +267,19 @@ func RunShard(ctx context.Context, job ShardJob, dir string, rep progress.Report
 		if !reused {
 			trials += w.Trials
 		}
-		note := ""
-		if s := time.Since(start).Seconds(); s > 0 && trials > 0 {
-			note = fmt.Sprintf("%.1f trials/s", float64(trials)/s)
-		}
-		rep.Report(progress.Event{Done: int64(done), Total: int64(n), Unit: "workloads", Note: note})
+		rep.Report(progressEvent(done, n, trials, start))
 	})
 	return err
+}
+
+// progressEvent is workloads done out of total, with the trials/s measured
+// since start in the note.
+func progressEvent(done, total, trials int, start time.Time) progress.Event {
+	note := ""
+	if s := time.Since(start).Seconds(); s > 0 && trials > 0 {
+		note = fmt.Sprintf("%.1f trials/s", float64(trials)/s)
+	}
+	return progress.Event{Done: int64(done), Total: int64(total), Unit: "workloads", Note: note}
 }
 
 // runShard is RunShard with a callback per workload (reused: finished by an

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -20,13 +21,17 @@ type Env struct {
 	Log io.Writer
 }
 
-// Serve is the child side: it reads the job file at path, runs the runner
+// Serve is the child side: it reads the job file at path (a job with
+// ShardFromEnv takes its shard from the environment), runs the runner
 // registered for its kind, writes progress to stdout (JSON lines) and the
 // log to stderr. It returns the runner's error; a cancelled ctx (SIGINT from
 // the parent) makes it return an error wrapping context.Canceled.
 func Serve(ctx context.Context, path string, stdout, stderr io.Writer) error {
 	j, err := ReadFile(path)
 	if err != nil {
+		return err
+	}
+	if err := j.resolveShard(os.Getenv); err != nil {
 		return err
 	}
 	r, ok := Lookup(j.Kind)
@@ -41,7 +46,13 @@ func Serve(ctx context.Context, path string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("job: the %s runner of this binary is version %q, the job wants version %q: the parent and this binary come from different builds (make build)", j.Kind, r.Version, j.Version)
 	}
 	rep := &lineReporter{w: stdout, every: 50 * time.Millisecond, now: time.Now}
-	err = r.Run(ctx, j, &Env{Progress: rep, Log: stderr})
+	env := &Env{Progress: rep, Log: stderr}
+	if j.ShardFromEnv {
+		// A cluster task: its stdout is only its log file, and the
+		// executor reports shards done; progress lines would be noise.
+		env.Progress = progress.Nop{}
+	}
+	err = r.Run(ctx, j, env)
 	rep.flush()
 	if err != nil {
 		return fmt.Errorf("%s job: %w", j.Kind, err)

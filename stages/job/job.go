@@ -20,6 +20,13 @@
 //   - stderr is the log; the parent copies it to its log and keeps the tail;
 //   - the exit status is 0 on success, 130 when interrupted, 1 otherwise.
 //
+// A cluster task (package stages/cluster) runs `stage-job FILE` too, with
+// one job file for every task of the job: the file sets shard_from_env and
+// the child reads its shard from $DRAGONX_SHARD, which the task wrapper
+// sets. The wrapper, not Run, then starts the child and keeps its output in
+// the shard's log; such a child writes no progress lines (the executor
+// reports shards done).
+//
 // Cancelling the parent's context sends SIGINT to the child, which cancels the
 // runner's context: the runner saves what lets it resume (in Job.StateDir)
 // and returns. After a grace period the parent sends SIGKILL. A non-zero exit
@@ -35,6 +42,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 )
 
@@ -56,6 +64,42 @@ type Job struct {
 	// 1 for unsharded work).
 	Shard  int `json:"shard"`
 	Shards int `json:"shards"`
+	// ShardFromEnv makes one job file serve every task of a cluster job
+	// (whose tasks all run the same command): the child takes Shard from
+	// $DRAGONX_SHARD, and $DRAGONX_SHARDS must equal Shards (package
+	// stages/cluster sets both). Shard must then be 0 in the file.
+	ShardFromEnv bool `json:"shard_from_env,omitempty"`
+}
+
+// The environment variables a cluster task's shard is read from
+// (Job.ShardFromEnv).
+const (
+	EnvShard  = "DRAGONX_SHARD"
+	EnvShards = "DRAGONX_SHARDS"
+)
+
+// resolveShard sets j.Shard from the environment when j.ShardFromEnv.
+func (j *Job) resolveShard(getenv func(string) string) error {
+	if !j.ShardFromEnv {
+		return nil
+	}
+	si, ni := getenv(EnvShard), getenv(EnvShards)
+	if si == "" || ni == "" {
+		return fmt.Errorf("job: the %s job takes its shard from $%s and $%s, which are not set (it runs as a task of a sharded stage)", j.Kind, EnvShard, EnvShards)
+	}
+	i, err1 := strconv.Atoi(si)
+	n, err2 := strconv.Atoi(ni)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("job: $%s=%q and $%s=%q are not whole numbers", EnvShard, si, EnvShards, ni)
+	}
+	if n != j.Shards {
+		return fmt.Errorf("job: $%s=%d, but the %s job has %d shards", EnvShards, n, j.Kind, j.Shards)
+	}
+	if i < 0 || i >= n {
+		return fmt.Errorf("job: $%s=%d is not a shard of %d", EnvShard, i, n)
+	}
+	j.Shard = i
+	return nil
 }
 
 // Validate reports what makes j unusable.
@@ -69,6 +113,9 @@ func (j *Job) Validate() error {
 	}
 	if j.Shards < 1 || j.Shard < 0 || j.Shard >= j.Shards {
 		errs = append(errs, fmt.Errorf("shard %d of %d is not a valid shard (0 <= shard < shards)", j.Shard, j.Shards))
+	}
+	if j.ShardFromEnv && j.Shard != 0 {
+		errs = append(errs, fmt.Errorf("shard %d with shard_from_env: the shard comes from $%s (write 0)", j.Shard, EnvShard))
 	}
 	if len(j.Spec) > 0 && !json.Valid(j.Spec) {
 		errs = append(errs, errors.New("spec is not valid JSON"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -281,4 +282,54 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse accepted an invalid job: %v", err)
 		}
 	})
+}
+
+// TestShardFromEnv: a job file with shard_from_env serves every task of a
+// cluster job, each taking its shard from $DRAGONX_SHARD; a mismatch with
+// $DRAGONX_SHARDS, a missing variable or a shard in the file is refused.
+func TestShardFromEnv(t *testing.T) {
+	var got []int
+	var mu sync.Mutex
+	job.Register("shardenv-test", job.Runner{Version: "1", Run: func(_ context.Context, j *job.Job, env *job.Env) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, j.Shard)
+		env.Progress.Report(progress.Event{Done: 1, Total: 1, Unit: "steps"})
+		return nil
+	}})
+	path := filepath.Join(t.TempDir(), "job.json")
+	if err := job.WriteFile(path, &job.Job{Kind: "shardenv-test", Version: "1", Dir: t.TempDir(), Shards: 3, ShardFromEnv: true}); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(shard, shards string) error {
+		t.Setenv(job.EnvShard, shard)
+		t.Setenv(job.EnvShards, shards)
+		var stdout strings.Builder
+		err := job.Serve(context.Background(), path, &stdout, io.Discard)
+		if stdout.Len() > 0 {
+			t.Errorf("a shard_from_env child wrote %q to stdout; want no progress lines", stdout.String())
+		}
+		return err
+	}
+	for _, s := range []string{"2", "0"} {
+		if err := serve(s, "3"); err != nil {
+			t.Fatalf("shard %s: %v", s, err)
+		}
+	}
+	if fmt.Sprint(got) != "[2 0]" {
+		t.Errorf("the runner saw shards %v, want [2 0]", got)
+	}
+	for _, c := range []struct{ shard, shards, want string }{
+		{"1", "4", "the shardenv-test job has 3 shards"},
+		{"3", "3", "is not a shard of 3"},
+		{"", "", "which are not set"},
+		{"x", "3", "are not whole numbers"},
+	} {
+		if err := serve(c.shard, c.shards); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("DRAGONX_SHARD=%q DRAGONX_SHARDS=%q: error %v, want %q", c.shard, c.shards, err, c.want)
+		}
+	}
+	if _, err := job.Parse([]byte(`{"kind":"k","version":"1","dir":"/d","shard":1,"shards":3,"shard_from_env":true}`)); err == nil || !strings.Contains(err.Error(), "comes from $DRAGONX_SHARD") {
+		t.Errorf("a shard in a shard_from_env file: %v", err)
+	}
 }

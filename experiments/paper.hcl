@@ -24,6 +24,18 @@ variable "scale" {
   }
 }
 
+# On a cluster, harvest's shards run as a Slurm job array (docs/cluster.md): uncomment
+# and adjust. The executor is in no stage's key: results are the same bytes, and
+# cached results are shared with local runs.
+#
+# executor "slurm" {
+#   partition         = "cpu"
+#   time              = "4h"
+#   cpus_per_task     = 1
+#   array_parallelism = 256
+#   work_dir          = "/shared/scratch/dragonx-shards"   # the same path on every node
+# }
+
 locals {
   # The sizes of each scale: one row per knob, one column per scale.
   #

@@ -114,7 +114,9 @@ func NewRewarder(ctx context.Context, spec RewardSpec, tasks []Task, opts Reward
 			var src latency.Source
 			if spec.NeedsLatency() {
 				var err error
-				plain := func() (*judge.Judge, error) { return judge.New(t.Spec, judge.Options{Until: judge.PhaseDecode, Vocab: opts.Vocab}) }
+				plain := func() (*judge.Judge, error) {
+					return judge.New(t.Spec, judge.Options{Until: judge.PhaseDecode, Vocab: opts.Vocab})
+				}
 				if src, err = latencySource(spec.Target, plain, opts.Numeric); err != nil {
 					return nil, fmt.Errorf("rl: task %s: the latency source: %w", t.ID, err)
 				}

@@ -3,7 +3,8 @@
 # when everything is already present.
 
 GO         ?= go
-EXPERIMENT ?= experiments/examples/pipeline.hcl
+# The paper's pipeline at its default scale ("small"): docs/pipeline.md.
+EXPERIMENT ?= experiments/paper.hcl
 
 # Two binaries from one program: bin/dragonx is pure Go (static, starts in a
 # few ms: a no-op run must be fast); bin/dragonx-torch is the same program
@@ -38,10 +39,12 @@ run: build
 # The full suite: unit, golden, property, fuzz seed corpora, testscript
 # end-to-end and fault tests, without and with libtorch. CI runs exactly
 # this (.ci/run).
-test: setup cuda
+# The end-to-end test of experiments/paper.hcl (smoke scale) trains in
+# dragonx-torch: DRAGONX_TORCH points the tests at the one just built.
+test: setup cuda build
 	$(GO) vet ./...
 	$(GO) vet -tags=torch ./...
-	$(GO) test -timeout 30m ./...
+	DRAGONX_TORCH=$(CURDIR)/$(BIN_TORCH) $(GO) test -timeout 30m ./...
 	$(GO) test -tags=torch -timeout 30m $(TORCH_PKGS)
 	$(GO) test -tags=torch -timeout 10m -run 'Dragon|Bench' ./cmd/dragonx/
 

@@ -18,6 +18,10 @@ variable "scale" {
   type        = string
   default     = "small"
   description = "smoke (tests: minutes), small (one 2-core machine: under 45 minutes), paper (the paper's sizes: a cluster and a GPU)"
+  validation {
+    condition     = contains(["smoke", "small", "paper"], var.scale)
+    error_message = "scale must be smoke, small or paper."
+  }
 }
 
 locals {
@@ -25,7 +29,7 @@ locals {
   #
   #                      smoke    small     paper
   sizes = {
-    workloads     = { smoke = 24, small = 1000, paper = 54116 } # corpus size, both splits
+    workloads     = { smoke = 24, small = 800, paper = 54116 } # corpus size, both splits
     test_fraction = { smoke = 0.3, small = 0.1, paper = 0.05 }  # share of non-benchmark workloads held out
     benchmarks    = { smoke = false, small = true, paper = true } # the 52 benchmark shapes (held out)
     trials        = { smoke = 12, small = 32, paper = 1000 }    # measured candidates per workload
@@ -33,15 +37,15 @@ locals {
     pairs         = { smoke = 2, small = 2, paper = 1 }         # refinement pairs per workload
     shards        = { smoke = 2, small = 2, paper = 512 }       # harvest workers (not in any key)
     layers        = { smoke = 1, small = 4, paper = 12 }
-    width         = { smoke = 64, small = 256, paper = 768 }
-    heads         = { smoke = 4, small = 8, paper = 12 }
+    width         = { smoke = 64, small = 192, paper = 768 }
+    heads         = { smoke = 4, small = 6, paper = 12 }
     context       = { smoke = 1280, small = 1280, paper = 2048 }
-    steps         = { smoke = 20, small = 1200, paper = 60000 }
+    steps         = { smoke = 20, small = 400, paper = 60000 }
     batch         = { smoke = 4, small = 8, paper = 64 }
     lr            = { smoke = 3e-3, small = 1e-3, paper = 3e-4 }
-    warmup        = { smoke = 5, small = 100, paper = 2000 }
+    warmup        = { smoke = 5, small = 40, paper = 2000 }
     eval_tasks    = { smoke = 4, small = 20, paper = 102 }      # greedy held-out samples per task kind
-    max_new       = { smoke = 64, small = 640, paper = 1024 }
+    max_new       = { smoke = 64, small = 512, paper = 1024 }
   }
   s = { for k, v in local.sizes : k => v[var.scale] }
 }

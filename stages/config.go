@@ -70,7 +70,16 @@ type Variable struct {
 	// default.
 	Value cty.Value
 
-	hasDefault bool // a default was written (even if it was invalid)
+	hasDefault  bool // a default was written (even if it was invalid)
+	validations []validation
+}
+
+// validation is a `validation { condition, error_message }` block of a
+// variable: the condition, over var.<the variable> and the functions, must
+// hold for the variable's final value.
+type validation struct {
+	condition hcl.Expression
+	message   string
 }
 
 // CacheBlock is the experiment's `cache { ... }` block.
@@ -102,6 +111,14 @@ var variableSchema = &hcl.BodySchema{
 		{Name: "type"},
 		{Name: "default"},
 		{Name: "description"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "validation"}},
+}
+
+var validationSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "condition", Required: true},
+		{Name: "error_message", Required: true},
 	},
 }
 
@@ -189,6 +206,9 @@ func LoadSource(path string, src []byte, opts LoadOptions) (*Config, hcl.Diagnos
 	// Phase 1: variables and their values.
 	diags = append(diags, c.decodeVariables(content.Blocks)...)
 	diags = append(diags, c.assignVariables(parser, opts)...)
+	if !diags.HasErrors() {
+		diags = append(diags, c.checkValidations()...)
+	}
 	// Phase 2: locals.
 	diags = append(diags, c.decodeLocals(content.Blocks)...)
 	// Phase 3: cache and executor blocks.
@@ -303,7 +323,70 @@ func (c *Config) decodeVariables(blocks hcl.Blocks) hcl.Diagnostics {
 				}
 			}
 		}
+		for _, vb := range content.Blocks.OfType("validation") {
+			vc, d := vb.Body.Content(validationSchema)
+			diags = append(diags, d...)
+			if d.HasErrors() {
+				continue
+			}
+			msgAttr := vc.Attributes["error_message"]
+			msg, d := msgAttr.Expr.Value(nil)
+			diags = append(diags, d...)
+			if d.HasErrors() {
+				continue
+			}
+			if msg.IsNull() || msg.Type() != cty.String || msg.AsString() == "" {
+				diags = append(diags, attrError(msgAttr, "Invalid error_message", "The error message must be a non-empty string."))
+				continue
+			}
+			v.validations = append(v.validations, validation{condition: vc.Attributes["condition"].Expr, message: msg.AsString()})
+		}
 		c.Variables[name] = v
+	}
+	return diags
+}
+
+// checkValidations evaluates every variable's validation blocks against its
+// final value.
+func (c *Config) checkValidations() hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	names := make([]string, 0, len(c.Variables))
+	for n := range c.Variables {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		v := c.Variables[n]
+		if len(v.validations) == 0 || v.Value == cty.NilVal || !v.Value.IsWhollyKnown() {
+			continue
+		}
+		ctx := &hcl.EvalContext{
+			Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{n: v.Value})},
+			Functions: Functions(c.Dir),
+		}
+		for _, val := range v.validations {
+			ok, d := val.condition.Value(ctx)
+			if d.HasErrors() {
+				diags = append(diags, d...)
+				continue
+			}
+			if ok.IsNull() || ok.Type() != cty.Bool || !ok.IsKnown() {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid validation condition", Detail: "The condition must be true or false.", Subject: val.condition.Range().Ptr()})
+				continue
+			}
+			if ok.False() {
+				shown, _ := canonicalCty(v.Value)
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid value for variable",
+					Detail:   fmt.Sprintf("Variable %q is %s: %s", n, shown, val.message),
+					Subject:  val.condition.Range().Ptr(),
+				})
+				// Unknown from here on, so that what depends on it reports
+				// the cause, not its consequences.
+				v.Value = cty.DynamicVal
+			}
+		}
 	}
 	return diags
 }

@@ -227,3 +227,49 @@ func TestParseAddr(t *testing.T) {
 		}
 	}
 }
+
+func TestVariableValidation(t *testing.T) {
+	src := `
+variable "scale" {
+  default = "small"
+  validation {
+    condition     = contains(["smoke", "small"], var.scale)
+    error_message = "scale must be smoke or small."
+  }
+}
+stage "a" {
+  kind    = "exec"
+  command = "echo ${var.scale} > a.txt"
+  outputs = { a = "a.txt" }
+}
+`
+	for _, tc := range []struct {
+		vars []string
+		want string // "" = valid
+	}{
+		{nil, ""},
+		{[]string{"scale=smoke"}, ""},
+		{[]string{"scale=huge"}, `exp.hcl:5,21-60: Invalid value for variable; Variable "scale" is "huge": scale must be smoke or small.`},
+	} {
+		_, diags := stages.LoadSource("exp.hcl", []byte(src), stages.LoadOptions{Vars: tc.vars})
+		got := ""
+		if diags.HasErrors() {
+			got = diags.Error()
+		}
+		if got != tc.want {
+			t.Errorf("vars %v: got %q, want %q", tc.vars, got, tc.want)
+		}
+	}
+	bad := `
+variable "x" {
+  default = 1
+  validation {
+    condition = var.x > 0
+  }
+}
+`
+	_, diags := stages.LoadSource("bad.hcl", []byte(bad), stages.LoadOptions{})
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), `"error_message" is required`) {
+		t.Errorf("a validation without error_message: %v", diags)
+	}
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"dragonx/internal/torchbin"
+)
+
+// TestPaperSmoke runs experiments/paper.hcl at smoke scale end to end with
+// the real CLI (workloads, harvest, encode and sft in dragonx-torch) and
+// checks real results: every stage ran, the SFT loss fell, the held-out
+// metrics exist and are in range; a second run reruns nothing; a copy whose
+// only change is sft's learning rate reruns only sft, and plan says why.
+//
+// It needs dragonx-torch (make build; make test points $DRAGONX_TORCH at
+// bin/dragonx-torch) and skips, saying so, where it cannot be found.
+func TestPaperSmoke(t *testing.T) {
+	if _, err := torchbin.Find(); err != nil {
+		t.Skipf("the sft stage runs in dragonx-torch, which is not available (%v): run `make test`, or set $%s", err, torchbin.EnvVar)
+	}
+	if testing.Short() {
+		t.Skip("-short: the smoke pipeline takes about half a minute")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paper := filepath.Join(root, "experiments", "paper.hcl")
+	work := t.TempDir()
+	cacheDir := filepath.Join(work, "cache")
+	out := filepath.Join(work, "out")
+	run := func(args ...string) (string, string) {
+		t.Helper()
+		var so, se bytes.Buffer
+		e := &env{stdout: &so, stderr: &se, getenv: func(k string) string {
+			if k == torchbin.EnvVar {
+				return os.Getenv(k)
+			}
+			return ""
+		}}
+		if code := dispatch(context.Background(), e, args); code != 0 {
+			t.Fatalf("dragonx %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, so.String(), se.String())
+		}
+		return so.String(), se.String()
+	}
+
+	_, stderr := run("run", "-cache", cacheDir, "-out", out, "-var", "scale=smoke", paper)
+	if !strings.Contains(stderr, "4 ran") {
+		t.Fatalf("first run: want 4 stages run:\n%s", stderr)
+	}
+
+	// The datasets are not empty and every example round-tripped.
+	var hs struct {
+		Construction, Refinement, TestConstruction, TestRefinement int
+	}
+	var rawStats map[string]any
+	readJSON(t, filepath.Join(out, "harvest", "stats.json"), &rawStats)
+	hs.Construction = jsonInt(t, rawStats, "construction")
+	hs.Refinement = jsonInt(t, rawStats, "refinement")
+	hs.TestConstruction = jsonInt(t, rawStats, "test_construction")
+	hs.TestRefinement = jsonInt(t, rawStats, "test_refinement")
+	if hs.Construction < 10 || hs.Refinement < 10 || hs.TestConstruction < 4 || hs.TestRefinement < 4 {
+		t.Fatalf("harvest gave too few examples or tasks: %+v", hs)
+	}
+	var rt struct {
+		Examples map[string]int `json:"examples"`
+		HeldOut  map[string]int `json:"held_out"`
+	}
+	readJSON(t, filepath.Join(out, "encode", "roundtrip.json"), &rt)
+	if rt.Examples["construction"] != hs.Construction || rt.Examples["refinement"] != hs.Refinement ||
+		rt.HeldOut["construction"] != hs.TestConstruction || rt.HeldOut["refinement"] != hs.TestRefinement {
+		t.Fatalf("encode's counts %+v %+v differ from harvest's %+v", rt.Examples, rt.HeldOut, hs)
+	}
+
+	// The SFT loss fell: the mean of the last five steps is well below the
+	// first step's loss (a model that learns nothing stays near ln(vocab)).
+	losses := readLossColumn(t, filepath.Join(out, "sft", "loss.csv"))
+	if len(losses) < 10 {
+		t.Fatalf("loss.csv has %d steps", len(losses))
+	}
+	first, last := losses[0], mean(losses[len(losses)-5:])
+	if !(last < first-1) {
+		t.Fatalf("the SFT loss did not fall: first %.3f, mean of the last five %.3f", first, last)
+	}
+
+	// The held-out metrics exist and are in range.
+	var m struct {
+		Examples struct {
+			Train, Validation int
+		} `json:"examples"`
+		Validation struct {
+			Loss *float64 `json:"loss"`
+		} `json:"validation"`
+		Heldout map[string]json.RawMessage `json:"heldout"`
+	}
+	readJSON(t, filepath.Join(out, "sft", "metrics.json"), &m)
+	if m.Examples.Train == 0 {
+		t.Fatal("metrics.json: no training examples")
+	}
+	if m.Validation.Loss == nil || math.IsNaN(*m.Validation.Loss) || *m.Validation.Loss <= 0 || *m.Validation.Loss > 10 {
+		t.Fatalf("validation loss %v out of range", m.Validation.Loss)
+	}
+	for _, kind := range []string{"construction", "refinement"} {
+		var k struct {
+			Tasks   int                `json:"tasks"`
+			Sampled int                `json:"sampled"`
+			Rates   map[string]float64 `json:"rates"`
+		}
+		if err := json.Unmarshal(m.Heldout[kind], &k); err != nil {
+			t.Fatalf("metrics.json heldout.%s: %v", kind, err)
+		}
+		if k.Tasks != 4 || k.Sampled < 1 || k.Sampled > k.Tasks {
+			t.Fatalf("heldout.%s: %d tasks, %d sampled; want 4 tasks (eval.tasks at smoke scale)", kind, k.Tasks, k.Sampled)
+		}
+		for _, phase := range []string{"decode", "parse", "replay", "static", "numeric"} {
+			r, ok := k.Rates[phase]
+			if !ok || r < 0 || r > 1 {
+				t.Fatalf("heldout.%s rate %s = %v (present %v), want in [0, 1]", kind, phase, r, ok)
+			}
+		}
+		// Each phase passes at most as often as the one before it.
+		if k.Rates["parse"] > k.Rates["decode"] || k.Rates["replay"] > k.Rates["parse"] ||
+			k.Rates["static"] > k.Rates["replay"] || k.Rates["numeric"] > k.Rates["static"] {
+			t.Fatalf("heldout.%s rates are not monotone: %v", kind, k.Rates)
+		}
+	}
+	samples, err := os.ReadFile(filepath.Join(out, "sft", "samples.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(samples, []byte("\n")); n != 8 {
+		t.Fatalf("samples.jsonl has %d lines, want 8 (4 tasks of each kind)", n)
+	}
+
+	// A second run reruns nothing.
+	_, stderr = run("run", "-cache", cacheDir, "-out", out, "-var", "scale=smoke", paper)
+	if !strings.Contains(stderr, "4 cached") || strings.Contains(stderr, " ran ") {
+		t.Fatalf("second run: want 4 cached, nothing run:\n%s", stderr)
+	}
+
+	// A copy whose only change is sft's learning rate reruns sft only.
+	src, err := os.ReadFile(paper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lrLine = "lr            = { smoke = 3e-3,"
+	if !bytes.Contains(src, []byte(lrLine)) {
+		t.Fatalf("paper.hcl no longer has the line %q that this test edits", lrLine)
+	}
+	edited := bytes.Replace(src, []byte(lrLine), []byte("lr            = { smoke = 2e-3,"), 1)
+	copyPath := filepath.Join(work, "experiments", "paper.hcl")
+	if err := os.MkdirAll(filepath.Dir(copyPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copyPath, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	planOut, _ := run("plan", "-json", "-cache", cacheDir, "-var", "scale=smoke", copyPath)
+	var plan struct {
+		Stages []struct {
+			Name    string   `json:"name"`
+			Status  string   `json:"status"`
+			Reasons []string `json:"reasons"`
+		} `json:"stages"`
+	}
+	if err := json.Unmarshal([]byte(planOut), &plan); err != nil {
+		t.Fatalf("plan -json: %v\n%s", err, planOut)
+	}
+	for _, st := range plan.Stages {
+		want := "cached"
+		if st.Name == "sft" {
+			want = "run"
+		}
+		if st.Status != want {
+			t.Errorf("plan: %s is %s, want %s (%v)", st.Name, st.Status, want, st.Reasons)
+		}
+		if st.Name == "sft" && !strings.Contains(strings.Join(st.Reasons, "; "), "param sft.optimizer.lr changed 0.003 -> 0.002") {
+			t.Errorf("plan: sft's reasons %q do not name the optimizer parameter", st.Reasons)
+		}
+	}
+	if len(plan.Stages) != 4 {
+		t.Fatalf("plan lists %d stages, want 4", len(plan.Stages))
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func jsonInt(t *testing.T, m map[string]any, key string) int {
+	t.Helper()
+	f, ok := m[key].(float64)
+	if !ok {
+		t.Fatalf("stats.json: %q is %v, want a number", key, m[key])
+	}
+	return int(f)
+}
+
+// readLossColumn returns the loss column of an sft loss.csv.
+func readLossColumn(t *testing.T, path string) []float64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(rows) < 2 || len(rows[0]) < 3 || rows[0][2] != "loss" {
+		t.Fatalf("%s: unexpected header %v", path, rows)
+	}
+	var out []float64
+	for _, r := range rows[1:] {
+		v, err := strconv.ParseFloat(r[2], 64)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}

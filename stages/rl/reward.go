@@ -54,6 +54,7 @@ var (
 //	  bonus       = "log_speedup"  # none | log_speedup | linear_capped | rank_in_group
 //	  bonus_scale = 1.0
 //	  cap         = 3.0            # linear_capped only
+//	  min_bonus   = -1.0           # log_speedup and linear_capped: the bonus's floor
 //	  baseline    = "prompt"       # unscheduled | prompt | dataset_best
 //	  target      = "h100-model"   # h200-model, or cuda where a GPU is present
 //	}
@@ -67,9 +68,14 @@ type RewardSpec struct {
 	Bonus      string             `json:"bonus"`
 	BonusScale float64            `json:"bonus_scale"`
 	// Cap is linear_capped's cap on the speedup term (0 otherwise).
-	Cap      float64 `json:"cap,omitempty"`
-	Baseline string  `json:"baseline"`
-	Target   string  `json:"target"`
+	Cap float64 `json:"cap,omitempty"`
+	// MinBonus is the floor of the log_speedup and linear_capped bonuses
+	// (nil for the others), so that a slow correct sample does not score
+	// below a wrong one: with correct 1 and incorrect -1, the default -1
+	// keeps every correct sample at 0 or above.
+	MinBonus *float64 `json:"min_bonus,omitempty"`
+	Baseline string   `json:"baseline"`
+	Target   string   `json:"target"`
 }
 
 // Defaults of the reward block.
@@ -78,6 +84,7 @@ const (
 	defaultIncorrect = -1.0
 	defaultScale     = 1.0
 	defaultCap       = 3.0
+	defaultMinBonus  = -1.0
 )
 
 // DefaultReward is the reward block's defaults: the numerical gate, ±1,
@@ -86,8 +93,14 @@ func DefaultReward() RewardSpec {
 	r := RewardSpec{Gate: GateNumeric, Correct: defaultCorrect, Bonus: BonusLogSpeedup, BonusScale: defaultScale,
 		Baseline: BaselinePrompt, Target: "h100-model"}
 	r.Incorrect = uniform(FailPhases(r.Gate), defaultIncorrect)
+	r.MinBonus = floatPtr(defaultMinBonus)
 	return r
 }
+
+func floatPtr(x float64) *float64 { return &x }
+
+// hasFloor says whether bonus has a floor (min_bonus).
+func hasFloor(bonus string) bool { return bonus == BonusLogSpeedup || bonus == BonusLinearCapped }
 
 func uniform(phases []verdict.Phase, v float64) map[string]float64 {
 	m := make(map[string]float64, len(phases))
@@ -183,6 +196,14 @@ func (r RewardSpec) Validate() error {
 	if r.Bonus != BonusLinearCapped && r.Cap != 0 {
 		errs = append(errs, "cap is set without bonus linear_capped")
 	}
+	switch {
+	case hasFloor(r.Bonus) && r.MinBonus == nil:
+		errs = append(errs, fmt.Sprintf("bonus %s has no min_bonus", r.Bonus))
+	case hasFloor(r.Bonus) && (math.IsNaN(*r.MinBonus) || math.IsInf(*r.MinBonus, 0)):
+		errs = append(errs, fmt.Sprintf("min_bonus is %v, not a finite number", *r.MinBonus))
+	case !hasFloor(r.Bonus) && r.MinBonus != nil:
+		errs = append(errs, fmt.Sprintf("min_bonus is set with bonus %s", r.Bonus))
+	}
 	if msg := checkIncorrect(r.Gate, r.Incorrect); msg != "" {
 		errs = append(errs, msg)
 	}
@@ -245,7 +266,7 @@ func joinPhases(ps []verdict.Phase) string {
 
 var rewardSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "gate"}, {Name: "correct"}, {Name: "incorrect"}, {Name: "bonus"}, {Name: "bonus_scale"},
-	{Name: "cap"}, {Name: "baseline"}, {Name: "target"},
+	{Name: "cap"}, {Name: "min_bonus"}, {Name: "baseline"}, {Name: "target"},
 }}
 
 // decodeReward decodes a reward block; every diagnostic is at the
@@ -296,6 +317,8 @@ func decodeReward(b *hcl.Block, ctx *hcl.EvalContext) (RewardSpec, hcl.Diagnosti
 	finite("correct", &r.Correct)
 	finite("bonus_scale", &r.BonusScale)
 	capRange, capSet := finite("cap", &r.Cap)
+	minBonus := defaultMinBonus
+	floorRange, floorSet := finite("min_bonus", &minBonus)
 	if diags.HasErrors() {
 		return r, diags
 	}
@@ -306,6 +329,16 @@ func decodeReward(b *hcl.Block, ctx *hcl.EvalContext) (RewardSpec, hcl.Diagnosti
 		diags = append(diags, diag("Invalid cap", fmt.Sprintf("reward.cap is %v; linear_capped caps the speedup term at a positive number.", r.Cap), capRange))
 	case r.Bonus != BonusLinearCapped && capSet:
 		diags = append(diags, diag("Unused cap", fmt.Sprintf("reward.cap only applies to bonus %q; this reward's bonus is %q.", BonusLinearCapped, r.Bonus), capRange))
+	}
+
+	switch {
+	case hasFloor(r.Bonus):
+		r.MinBonus = &minBonus
+	case floorSet:
+		r.MinBonus = nil
+		diags = append(diags, diag("Unused min_bonus", fmt.Sprintf("reward.min_bonus only applies to bonus %q or %q; this reward's bonus is %q.", BonusLogSpeedup, BonusLinearCapped, r.Bonus), floorRange))
+	default:
+		r.MinBonus = nil
 	}
 
 	// incorrect: one number, or an object of phase = number.
@@ -461,6 +494,7 @@ func (r RewardSpec) Score(group []Outcome, base *Baseline) []SampleReward {
 			} else {
 				s.Bonus = r.BonusScale * math.Min(ratio-1, r.Cap)
 			}
+			s.Bonus = math.Max(s.Bonus, *r.MinBonus)
 		}
 	}
 	if r.Bonus == BonusRank {

@@ -25,12 +25,23 @@ func passedNoLatency(p verdict.Phase) Outcome { return Outcome{Phase: p, OK: tru
 
 const h100 = "model:h100"
 
+// normalize gives a reward changed by a test case the incorrect map of its
+// gate (-1 each) and the floor its bonus takes (-1, or none).
+func normalize(r *RewardSpec) {
+	r.Incorrect = uniform(FailPhases(r.Gate), -1)
+	if !hasFloor(r.Bonus) {
+		r.MinBonus = nil
+	} else if r.MinBonus == nil {
+		r.MinBonus = floatPtr(-1)
+	}
+}
+
 func TestScoreTable(t *testing.T) {
 	base := &Baseline{Kind: BaselinePrompt, LatencyS: 2e-6, Source: h100}
 	reward := func(mod func(*RewardSpec)) RewardSpec {
 		r := DefaultReward()
 		mod(&r)
-		r.Incorrect = uniform(FailPhases(r.Gate), -1)
+		normalize(&r)
 		return r
 	}
 	perPhase := DefaultReward()
@@ -63,6 +74,12 @@ func TestScoreTable(t *testing.T) {
 		{"linear capped", reward(func(r *RewardSpec) { r.Bonus = BonusLinearCapped; r.Cap = 3 }),
 			[]Outcome{passed(1e-6), passed(1e-7), passed(4e-6)}, base,
 			[]float64{2, 4, 0.5}, []bool{true, true, true}, []float64{1, 3, -0.5}},
+		{"log speedup floored: a slow correct sample stays above a wrong one", DefaultReward(),
+			[]Outcome{passed(200e-6), failAt(verdict.PhaseNumeric)}, base,
+			[]float64{0, -1}, []bool{true, false}, []float64{-1, 0}},
+		{"linear capped with its own floor", reward(func(r *RewardSpec) { r.Bonus = BonusLinearCapped; r.Cap = 2; r.MinBonus = floatPtr(-0.25) }),
+			[]Outcome{passed(4e-6), passed(1e-7)}, base,
+			[]float64{0.75, 3}, []bool{true, true}, []float64{-0.25, 2}},
 		{"rank in group with a tie", reward(func(r *RewardSpec) { r.Bonus = BonusRank }),
 			[]Outcome{passed(1e-6), passed(3e-6), passed(3e-6), failAt(verdict.PhaseNumeric)}, nil,
 			[]float64{2, 1.25, 1.25, -1}, []bool{true, true, true, false}, []float64{1, 0.25, 0.25, 0}},
@@ -146,6 +163,7 @@ func TestDecodeReward(t *testing.T) {
   incorrect = { decode = -2, parse = -2, replay = -1.5, postproc = -1, verify = -1 }
   bonus = "linear_capped"
   bonus_scale = 0.5
+  min_bonus = -0.5
   baseline = "unscheduled"
   target = "h200-model"
 }`)
@@ -153,7 +171,7 @@ func TestDecodeReward(t *testing.T) {
 		t.Fatal(d)
 	}
 	if r.Gate != GateStatic || r.Bonus != BonusLinearCapped || r.Cap != defaultCap || r.BonusScale != 0.5 || r.Baseline != BaselineUnscheduled ||
-		r.Target != "h200-model" || r.Incorrect["replay"] != -1.5 || len(r.Incorrect) != 5 {
+		r.Target != "h200-model" || r.Incorrect["replay"] != -1.5 || len(r.Incorrect) != 5 || r.MinBonus == nil || *r.MinBonus != -0.5 {
 		t.Fatalf("decoded %+v", r)
 	}
 	if err := r.Validate(); err != nil {
@@ -180,6 +198,8 @@ func TestDecodeRewardDiagnostics(t *testing.T) {
 		{"reward {\n target = \"a100-model\"\n}", "Invalid target", "cuda", 2},
 		{"reward {\n bonus = \"linear_capped\"\n cap = 0\n}", "Invalid cap", "positive", 3},
 		{"reward {\n cap = 2\n}", "Unused cap", "linear_capped", 2},
+		{"reward {\n bonus = \"rank_in_group\"\n min_bonus = -2\n}", "Unused min_bonus", "log_speedup", 3},
+		{"reward {\n min_bonus = \"low\"\n}", "Unsuitable value type", "a number is required", 2},
 		{"reward {\n incorrect = { decode = -1 }\n}", "Invalid incorrect", "no value for phase parse, replay, postproc, verify, numeric", 2},
 		{"reward {\n gate = \"parse\"\n incorrect = { decode = -1, parse = -1, numeric = -1 }\n}", "Invalid incorrect", "names numeric", 3},
 		{"reward {\n incorrect = \"bad\"\n}", "Invalid incorrect", "want a number or an object", 2},

@@ -160,7 +160,7 @@ func TestRewarderRealJudgements(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			spec := DefaultReward()
 			c.mod(&spec)
-			spec.Incorrect = uniform(FailPhases(spec.Gate), -1)
+			normalize(&spec)
 			rw, err := NewRewarder(ctx, spec, tasks, RewarderOptions{Vocab: voc, Numeric: numeric.Options{CacheDir: t.TempDir(), Seed: 1}, Workers: 2})
 			if err != nil {
 				t.Fatal(err)

@@ -128,12 +128,16 @@ stage "sft" {
 }
 
 locals {
-  # RL's sizes (the rows the paper's rl stage uses too).
+  # RL's sizes (the rows the paper's rl stage uses too). small is sized from
+  # shared/design/lm-rl.md's rates, not measured: ~2-3k sampled tokens/s and
+  # ~1k scored tokens/s for a 2.5M model on 2 cores put a step of 2 x 8
+  # samples of <= 512 tokens at ~15-30 s, so 30 steps at ~10-15 minutes per
+  # shape (five shapes here).
   #
   #                      smoke    small     paper
   rl_sizes = {
-    rl_steps   = { smoke = 3, small = 60, paper = 2000 }      # GRPO steps
-    rl_prompts = { smoke = 2, small = 4, paper = 16 }         # prompts per step
+    rl_steps   = { smoke = 3, small = 30, paper = 2000 }      # GRPO steps
+    rl_prompts = { smoke = 2, small = 2, paper = 16 }         # prompts per step
     rl_group   = { smoke = 3, small = 8, paper = 16 }         # samples per prompt
     rl_max_new = { smoke = 400, small = 512, paper = 1024 }   # a whole script: a cut one fails
     rl_lr      = { smoke = 1e-4, small = 2e-5, paper = 1e-5 }

@@ -277,7 +277,8 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 			tf.NoBaseline++
 		}
 	}
-	logf("reward %+v: %d tasks with a baseline, %d without", sp.Reward, tf.Baselines, tf.NoBaseline)
+	rj, _ := json.Marshal(sp.Reward)
+	logf("reward %s: %d tasks with a baseline, %d without", rj, tf.Baselines, tf.NoBaseline)
 	adapter := &rewarder{rw: rw}
 
 	cfg := sp.GRPO.Config(sp.Seed)

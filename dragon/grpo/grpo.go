@@ -123,7 +123,11 @@ type StepStats struct {
 	// KL is 0 without a reference. GradNorm (before clipping) is averaged
 	// over the updates, LR is the last update's. All are 0 when every group
 	// was skipped (no update).
-	KL       float64 `json:"kl"`
+	KL float64 `json:"kl"`
+	// RatioDev is the largest |π/π_old - 1| of any token over the updates
+	// (exactly 0 for the first update in eval mode: the policy that sampled
+	// is the one scored).
+	RatioDev float64 `json:"ratio_dev"`
 	ClipFrac float64 `json:"clip_frac"`
 	Loss     float64 `json:"loss"`
 	GradNorm float64 `json:"grad_norm"`
@@ -140,6 +144,12 @@ type StepStats struct {
 	FailedSamples int `json:"failed_samples"`
 	// Updates is the number of optimizer steps made (Mu, or 0).
 	Updates int `json:"updates"`
+	// Seconds spent sampling, rewarding, scoring with the old policy and
+	// the reference, and in the μ updates (score, backward, step).
+	SampleSeconds float64 `json:"sample_s"`
+	RewardSeconds float64 `json:"reward_s"`
+	ScoreSeconds  float64 `json:"score_s"`
+	UpdateSeconds float64 `json:"update_s"`
 	// Components are the reward components, each averaged over the samples
 	// that report it.
 	Components map[string]float64 `json:"components,omitempty"`

@@ -31,8 +31,9 @@ type LossStats struct {
 	// ClipFrac is the share of tokens whose clipped branch was taken (no
 	// gradient from the ratio).
 	ClipFrac float64
-	// Ratio is the mean of π/π_old.
-	Ratio float64
+	// Ratio is the mean of π/π_old; RatioDev the largest |π/π_old - 1| of
+	// any token.
+	Ratio, RatioDev float64
 }
 
 // Objective is the clipped GRPO objective with a k3 KL penalty.
@@ -86,6 +87,7 @@ func (o Objective) Loss(terms []Term, logProbs [][]float64) (float64, [][]float6
 				g -= o.Beta * (1 - e)
 			}
 			trat += r
+			st.RatioDev = max(st.RatioDev, math.Abs(r-1))
 			d[i][j] = -c * g
 		}
 		loss -= c * obj
@@ -98,7 +100,7 @@ func (o Objective) Loss(terms []Term, logProbs [][]float64) (float64, [][]float6
 		return 0, nil, st, fmt.Errorf("grpo: loss: not finite (%v)", loss)
 	}
 	if wsum > 0 {
-		st = LossStats{KL: kl / wsum, ClipFrac: clipped / wsum, Ratio: ratio / wsum}
+		st.KL, st.ClipFrac, st.Ratio = kl/wsum, clipped/wsum, ratio/wsum
 	}
 	return loss, d, st, nil
 }

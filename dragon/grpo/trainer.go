@@ -8,14 +8,18 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"time"
 
 	"dragonx/dragon"
 )
 
 // Trainer runs GRPO steps on a policy. It owns the policy's optimizer; the
 // models stay the caller's (close the trainer first). A Trainer is not safe
-// for concurrent use. After a failed Step the policy may have been updated
-// partly: resume from the last checkpoint instead of stepping on.
+// for concurrent use. A Step that fails before its first update (sampling,
+// rewards, scoring; a cancellation) changes nothing and can be retried; one
+// that fails later leaves the policy partly updated, and the trainer then
+// refuses to go on: resume from the last checkpoint.
 type Trainer struct {
 	policy, ref *dragon.Model
 	opt         *dragon.Optimizer
@@ -81,6 +85,9 @@ func newTrainer(policy, ref *dragon.Model, cfg Config, prompts []Prompt, r Rewar
 		return nil, fmt.Errorf("grpo: beta is %v but there is no reference model", cfg.Beta)
 	}
 	pc := policy.Config()
+	if ref == policy {
+		return nil, errors.New("grpo: the reference is the policy itself (use a frozen Clone)")
+	}
 	if ref != nil {
 		if rc := ref.Config(); rc != pc {
 			return nil, fmt.Errorf("grpo: the reference model's config %+v differs from the policy's %+v", rc, pc)
@@ -142,9 +149,17 @@ func (t *Trainer) Step(ctx context.Context) (StepStats, error) {
 	if t.failed != nil {
 		return StepStats{}, fmt.Errorf("grpo: step: an earlier step failed (resume from a checkpoint): %w", t.failed)
 	}
-	st, err := t.doStep(ctx)
-	if err != nil {
-		t.failed = err
+	cur := t.cur
+	var st StepStats
+	if err := t.doStep(ctx, &st); err != nil {
+		if st.Updates > 0 {
+			// The policy has moved: the step cannot be redone.
+			t.failed = err
+		} else {
+			// Nothing changed but the cursor: the step can be retried (or
+			// the run checkpointed, e.g. after a cancellation).
+			t.cur = cur
+		}
 		return StepStats{}, fmt.Errorf("grpo: step %d: %w", t.step+1, err)
 	}
 	t.step++
@@ -152,7 +167,9 @@ func (t *Trainer) Step(ctx context.Context) (StepStats, error) {
 	return st, nil
 }
 
-func (t *Trainer) doStep(ctx context.Context) (StepStats, error) {
+// doStep does the step into *st; st.Updates counts the optimizer updates
+// made, also on an error.
+func (t *Trainer) doStep(ctx context.Context, st *StepStats) error {
 	cfg := t.cfg
 	P, G := cfg.PromptsPerStep, cfg.Group
 	groups := make([]group, P)
@@ -180,15 +197,22 @@ func (t *Trainer) doStep(ctx context.Context) (StepStats, error) {
 			return c(row%G, prompt, generated, allow)
 		}
 	}
+	clock := time.Now()
+	lap := func() float64 {
+		now := time.Now()
+		d := now.Sub(clock).Seconds()
+		clock = now
+		return d
+	}
 	samples, err := t.policy.SampleRows(ctx, rows, opts)
 	if err != nil {
-		return StepStats{}, fmt.Errorf("sampling: %w", err)
+		return fmt.Errorf("sampling: %w", err)
 	}
 	if len(samples) != len(rows) {
-		return StepStats{}, fmt.Errorf("sampling: %d samples for %d rows", len(samples), len(rows))
+		return fmt.Errorf("sampling: %d samples for %d rows", len(samples), len(rows))
 	}
 
-	st := StepStats{Samples: P * G}
+	*st = StepStats{Samples: P * G, SampleSeconds: lap()}
 	compSum, compN := map[string]float64{}, map[string]int{}
 	var all []float64
 	for k := range groups {
@@ -196,7 +220,7 @@ func (t *Trainer) doStep(ctx context.Context) (StepStats, error) {
 		gr.samples = samples[k*G : (k+1)*G]
 		toks := make([][]int, G)
 		for g, s := range gr.samples {
-			toks[g] = s.Tokens
+			toks[g] = slices.Clone(s.Tokens) // the rewarder's to keep or change
 			if s.Err != nil {
 				st.FailedSamples++
 			}
@@ -204,14 +228,14 @@ func (t *Trainer) doStep(ctx context.Context) (StepStats, error) {
 		}
 		rs, err := t.rw.Reward(ctx, gr.p, toks)
 		if err != nil {
-			return StepStats{}, fmt.Errorf("rewarding prompt %q: %w", gr.p.ID, err)
+			return fmt.Errorf("rewarding prompt %q: %w", gr.p.ID, err)
 		}
 		if len(rs) != G {
-			return StepStats{}, fmt.Errorf("rewarding prompt %q: %d rewards for %d samples", gr.p.ID, len(rs), G)
+			return fmt.Errorf("rewarding prompt %q: %d rewards for %d samples", gr.p.ID, len(rs), G)
 		}
 		for g, r := range rs {
 			if math.IsNaN(r.Total) || math.IsInf(r.Total, 0) {
-				return StepStats{}, fmt.Errorf("rewarding prompt %q: sample %d has reward %v", gr.p.ID, g, r.Total)
+				return fmt.Errorf("rewarding prompt %q: sample %d has reward %v", gr.p.ID, g, r.Total)
 			}
 			all = append(all, r.Total)
 			for name, v := range r.Components {
@@ -222,6 +246,7 @@ func (t *Trainer) doStep(ctx context.Context) (StepStats, error) {
 		gr.rewards = rs
 	}
 	st.RewardMean, st.RewardStd = meanStd(all)
+	st.RewardSeconds = lap()
 	if len(compSum) > 0 {
 		st.Components = make(map[string]float64, len(compSum))
 		for name, s := range compSum {
@@ -265,7 +290,7 @@ func (t *Trainer) doStep(ctx context.Context) (StepStats, error) {
 		}
 	}
 	if ng == 0 {
-		return st, nil
+		return nil
 	}
 	for i := range terms {
 		terms[i].Weight = 1 / float64(ng*used[i])
@@ -273,14 +298,15 @@ func (t *Trainer) doStep(ctx context.Context) (StepStats, error) {
 	so := dragon.ScoreOptions{Batch: cfg.Batch}
 	old, err := t.policy.ScoreNoGrad(ctx, cs, so)
 	if err != nil {
-		return StepStats{}, fmt.Errorf("scoring with the sampling policy: %w", err)
+		return fmt.Errorf("scoring with the sampling policy: %w", err)
 	}
 	var ref [][]float64
 	if t.ref != nil {
 		if ref, err = t.ref.ScoreNoGrad(ctx, cs, so); err != nil {
-			return StepStats{}, fmt.Errorf("scoring with the reference: %w", err)
+			return fmt.Errorf("scoring with the reference: %w", err)
 		}
 	}
+	st.ScoreSeconds = lap()
 	for i := range terms {
 		terms[i].Old = old[i]
 		if ref != nil {
@@ -290,16 +316,18 @@ func (t *Trainer) doStep(ctx context.Context) (StepStats, error) {
 	for range cfg.Mu {
 		u, err := t.update(ctx, cs, terms)
 		if err != nil {
-			return StepStats{}, err
+			return err
 		}
 		st.Loss += u.loss / float64(cfg.Mu)
 		st.KL += u.stats.KL / float64(cfg.Mu)
 		st.ClipFrac += u.stats.ClipFrac / float64(cfg.Mu)
+		st.RatioDev = max(st.RatioDev, u.stats.RatioDev)
 		st.GradNorm += u.GradNorm / float64(cfg.Mu)
 		st.LR = u.LR
 		st.Updates++
 	}
-	return st, nil
+	st.UpdateSeconds = lap()
+	return nil
 }
 
 // update is one policy update: score, loss, backward per chunk of
@@ -344,6 +372,7 @@ func (t *Trainer) update(ctx context.Context, cs []dragon.Completion, terms []Te
 		u.stats.KL += ls.KL * w
 		u.stats.ClipFrac += ls.ClipFrac * w
 		u.stats.Ratio += ls.Ratio * w
+		u.stats.RatioDev = max(u.stats.RatioDev, ls.RatioDev)
 		wsum += w
 	}
 	u.stats.KL /= wsum

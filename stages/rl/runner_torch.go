@@ -87,12 +87,18 @@ type CorrectAttempt struct {
 
 // RunSpeed is measured: it differs between runs.
 type RunSpeed struct {
-	Threads       int     `json:"threads"`
-	CoreType      string  `json:"openblas_coretype"`
-	Steps         int     `json:"steps"`
-	StepSeconds   float64 `json:"step_seconds"`
+	Threads     int     `json:"threads"`
+	CoreType    string  `json:"openblas_coretype"`
+	Steps       int     `json:"steps"`
+	StepSeconds float64 `json:"step_seconds"`
+	// The steps' time by phase (grpo.StepStats): sampling, judging and
+	// rewarding, scoring with the old policy and the reference, updates.
+	SampleSeconds float64 `json:"step_sample_seconds"`
+	RewardSeconds float64 `json:"step_reward_seconds"`
+	ScoreSeconds  float64 `json:"step_score_seconds"`
+	UpdateSeconds float64 `json:"step_update_seconds"`
 	WallSeconds   float64 `json:"wall_seconds"`
-	SampleSeconds float64 `json:"eval_sample_seconds"`
+	EvalSeconds   float64 `json:"eval_sample_seconds"`
 }
 
 // rewarder adapts a Rewarder to grpo.Rewarder, keeping the step's sample
@@ -326,6 +332,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 
 	firstStep := tr.Steps()
 	var stepTime time.Duration
+	var byPhase RunSpeed
 	for !tr.Done() {
 		t0 := time.Now()
 		// A step is not cut short: its samples, rewards and updates
@@ -335,6 +342,10 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 			return fmt.Errorf("step %d: %w", tr.Steps()+1, err)
 		}
 		stepTime += time.Since(t0)
+		byPhase.SampleSeconds += st.SampleSeconds
+		byPhase.RewardSeconds += st.RewardSeconds
+		byPhase.ScoreSeconds += st.ScoreSeconds
+		byPhase.UpdateSeconds += st.UpdateSeconds
 		step := adapter.take()
 		for i := range step {
 			step[i].Step = st.Step
@@ -390,7 +401,8 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	}
 	m := &Metrics{Training: tf, Heldout: sft.Summarize(samples, phases), Correct: []CorrectAttempt{},
 		Speed: RunSpeed{Threads: info.Threads, CoreType: info.CoreType, Steps: tr.Steps() - firstStep,
-			StepSeconds: stepTime.Seconds(), WallSeconds: time.Since(start).Seconds(), SampleSeconds: sampleTime.Seconds()}}
+			StepSeconds: stepTime.Seconds(), WallSeconds: time.Since(start).Seconds(), EvalSeconds: sampleTime.Seconds(),
+			SampleSeconds: byPhase.SampleSeconds, RewardSeconds: byPhase.RewardSeconds, ScoreSeconds: byPhase.ScoreSeconds, UpdateSeconds: byPhase.UpdateSeconds}}
 	for _, s := range samples {
 		if r := s.Judgement; r != nil && r.Verdict != nil && r.OK && r.LatencyS != nil {
 			m.Correct = append(m.Correct, CorrectAttempt{Task: s.Task, Index: s.Index, Hash: s.Hash, LatencyS: *r.LatencyS, LatencySource: r.LatencySource})

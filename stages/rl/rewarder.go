@@ -37,14 +37,35 @@ type Rewarder struct {
 	workers int
 }
 
-// taskJudge is a task with its judge and baseline.
+// taskJudge is a task with its judges and baseline.
 type taskJudge struct {
 	task  Task
 	judge *judge.Judge
-	// base is the task's baseline (nil when the bonus needs none, or the
-	// task has none: baseErr says why).
+	// baseJudge judges the baseline script (nil when the bonus needs no
+	// baseline).
+	baseJudge *judge.Judge
+
+	// The baseline, judged on the task's first use: base is nil when the
+	// bonus needs none or the task has none (baseErr says why).
+	mu      sync.Mutex
+	done    bool
 	base    *Baseline
 	baseErr string
+}
+
+// baseline returns the task's baseline, judging it on first use.
+func (tj *taskJudge) baseline(ctx context.Context, spec RewardSpec) (*Baseline, string, error) {
+	tj.mu.Lock()
+	defer tj.mu.Unlock()
+	if tj.done || tj.baseJudge == nil || spec.Bonus == BonusNone {
+		return tj.base, tj.baseErr, nil
+	}
+	base, why, err := baseline(ctx, spec, tj.task, tj.baseJudge)
+	if err != nil {
+		return nil, "", err // not cached: a cancelled judgement is retried
+	}
+	tj.base, tj.baseErr, tj.done = base, why, true
+	return base, why, nil
 }
 
 // SampleLog is a judged sample: one line of samples.jsonl (the runner
@@ -61,12 +82,9 @@ type SampleLog struct {
 	BaselineError string `json:"baseline_error,omitempty"`
 }
 
-// latencySource returns the reward's latency source for a workload's
-// judge (the models are shared; a measurement needs the workload).
-func latencySource(target string, judgeOf func() (*judge.Judge, error), numericOpts numeric.Options) (latency.Source, error) {
-	if target != TargetCUDA {
-		return gpumodel.New(target, gpumodel.Options{})
-	}
+// latencySource returns the measured latency source (target cuda) for the
+// workload of judgeOf's judge.
+func latencySource(judgeOf func() (*judge.Judge, error), numericOpts numeric.Options) (latency.Source, error) {
 	j, err := judgeOf()
 	if err != nil {
 		return nil, err
@@ -78,9 +96,10 @@ func latencySource(target string, judgeOf func() (*judge.Judge, error), numericO
 	return &cudabench.Source{Workload: f, Options: cudabench.Options{Seed: numericOpts.Seed, NumericCache: numericOpts.CacheDir}}, nil
 }
 
-// NewRewarder builds a judge per workload of the tasks and each task's
-// baseline (when the bonus needs one), judging the baseline scripts with
-// the static verdict and the latency on the target.
+// NewRewarder builds a judge per workload of the tasks. A task's baseline
+// (when the bonus needs one) is judged on the task's first use, with the
+// static verdict and the latency on the target: a run judges the
+// baselines of the tasks it draws, not of all.
 func NewRewarder(ctx context.Context, spec RewardSpec, tasks []Task, opts RewarderOptions) (*Rewarder, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -99,6 +118,15 @@ func NewRewarder(ctx context.Context, spec RewardSpec, tasks []Task, opts Reward
 			return nil, fmt.Errorf("rl: the numerical gate: %w", err)
 		}
 	}
+	// The models' latency source is shared by every judge (it is safe for
+	// concurrent use); a measurement needs its workload (latencySource).
+	var model latency.Source
+	if spec.NeedsLatency() && spec.Target != TargetCUDA {
+		var err error
+		if model, err = gpumodel.New(spec.Target, gpumodel.Options{}); err != nil {
+			return nil, fmt.Errorf("rl: %w", err)
+		}
+	}
 	type judges struct{ sample, base *judge.Judge }
 	byWorkload := map[string]judges{}
 	for _, t := range tasks {
@@ -111,13 +139,13 @@ func NewRewarder(ctx context.Context, spec RewardSpec, tasks []Task, opts Reward
 		key := t.Spec.Hash()
 		js, ok := byWorkload[key]
 		if !ok {
-			var src latency.Source
-			if spec.NeedsLatency() {
+			src := model
+			if spec.NeedsLatency() && model == nil {
 				var err error
 				plain := func() (*judge.Judge, error) {
 					return judge.New(t.Spec, judge.Options{Until: judge.PhaseDecode, Vocab: opts.Vocab})
 				}
-				if src, err = latencySource(spec.Target, plain, opts.Numeric); err != nil {
+				if src, err = latencySource(plain, opts.Numeric); err != nil {
 					return nil, fmt.Errorf("rl: task %s: the latency source: %w", t.ID, err)
 				}
 			}
@@ -132,24 +160,7 @@ func NewRewarder(ctx context.Context, spec RewardSpec, tasks []Task, opts Reward
 			}
 			byWorkload[key] = js
 		}
-		rw.tasks[t.ID] = &taskJudge{task: t, judge: js.sample}
-	}
-	if spec.Bonus == BonusNone {
-		return rw, nil
-	}
-	// Baselines, judged in parallel.
-	var list []*taskJudge
-	for _, t := range tasks {
-		list = append(list, rw.tasks[t.ID])
-	}
-	err := rw.parallel(ctx, len(list), func(i int) error {
-		tj := list[i]
-		base, why, err := baseline(ctx, spec, tj.task, byWorkload[tj.task.Spec.Hash()].base)
-		tj.base, tj.baseErr = base, why
-		return err
-	})
-	if err != nil {
-		return nil, err
+		rw.tasks[t.ID] = &taskJudge{task: t, judge: js.sample, baseJudge: js.base}
 	}
 	return rw, nil
 }
@@ -225,13 +236,14 @@ feed:
 	return ctx.Err()
 }
 
-// Baseline returns a task's baseline and, without one, why.
-func (rw *Rewarder) Baseline(id string) (*Baseline, string, bool) {
+// Baseline returns a task's baseline (judging it on first use) and,
+// without one, why.
+func (rw *Rewarder) Baseline(ctx context.Context, id string) (*Baseline, string, error) {
 	tj, ok := rw.tasks[id]
 	if !ok {
-		return nil, "", false
+		return nil, "", fmt.Errorf("rl: no training task %q", id)
 	}
-	return tj.base, tj.baseErr, true
+	return tj.baseline(ctx, rw.spec)
 }
 
 // Judge judges the samples of a task (the ids each generated after the
@@ -241,8 +253,12 @@ func (rw *Rewarder) Judge(ctx context.Context, id string, samples [][]int) ([]Sa
 	if !ok {
 		return nil, fmt.Errorf("rl: no training task %q", id)
 	}
+	base, baseErr, err := tj.baseline(ctx, rw.spec)
+	if err != nil {
+		return nil, err
+	}
 	results := make([]*judge.Result, len(samples))
-	err := rw.parallel(ctx, len(samples), func(i int) error {
+	err = rw.parallel(ctx, len(samples), func(i int) error {
 		r, err := tj.judge.Judge(ctx, samples[i])
 		results[i] = r
 		return err
@@ -254,10 +270,10 @@ func (rw *Rewarder) Judge(ctx context.Context, id string, samples [][]int) ([]Sa
 	for i, r := range results {
 		outcomes[i] = OutcomeOf(r)
 	}
-	scored := rw.spec.Score(outcomes, tj.base)
+	scored := rw.spec.Score(outcomes, base)
 	logs := make([]SampleLog, len(samples))
 	for i, s := range scored {
-		logs[i] = SampleLog{Task: id, Sample: i, Tokens: results[i].Tokens, SampleReward: s, Error: results[i].Error, BaselineError: tj.baseErr}
+		logs[i] = SampleLog{Task: id, Sample: i, Tokens: results[i].Tokens, SampleReward: s, Error: results[i].Error, BaselineError: baseErr}
 	}
 	return logs, nil
 }

@@ -173,7 +173,10 @@ func TestRewarderRealJudgements(t *testing.T) {
 					t.Fatal(err)
 				}
 				good, cut, junk := logs[0], logs[1], logs[2]
-				base, why, _ := rw.Baseline(tk.ID)
+				base, why, err := rw.Baseline(ctx, tk.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
 				if base == nil {
 					t.Fatalf("task %s: no baseline: %s", tk.ID, why)
 				}

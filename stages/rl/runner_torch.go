@@ -132,13 +132,46 @@ func (a *rewarder) take() []SampleLog {
 	return p
 }
 
-// grammarConstraint returns a row constraint following kernels/grammar's
-// script grammar of g, one state per row of the group (a row's first
-// call, with nothing generated, starts its state afresh).
-func grammarConstraint(g *grammar.Grammar) dragon.RowConstraint {
+// lazyGrammar builds a workload's script grammar on first use (a run
+// draws a few of many tasks; building every workload's design space up
+// front would cost minutes at the paper's scale).
+type lazyGrammar struct {
+	ctx  context.Context
+	task Task
+	voc  *vocab.Vocab
+	seed int64
+
+	mu  sync.Mutex
+	g   *grammar.Grammar
+	err error
+}
+
+func (l *lazyGrammar) get() (*grammar.Grammar, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.g == nil && l.err == nil {
+		f, err := l.task.Spec.Build()
+		if err == nil {
+			l.g, err = grammar.New(l.ctx, f, l.voc, l.seed)
+		}
+		if err != nil {
+			l.err = fmt.Errorf("the grammar of task %s: %w", l.task.ID, err)
+		}
+	}
+	return l.g, l.err
+}
+
+// grammarConstraint returns a row constraint following the script grammar
+// of lg's workload, one state per row of the group (a row's first call,
+// with nothing generated, starts its state afresh).
+func grammarConstraint(lg *lazyGrammar) dragon.RowConstraint {
 	var mu sync.Mutex
 	states := map[int]*grammar.State{}
 	return func(row int, _, generated []int, allow []bool) error {
+		g, err := lg.get()
+		if err != nil {
+			return err
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		st := states[row]
@@ -166,13 +199,13 @@ func grammarConstraint(g *grammar.Grammar) dragon.RowConstraint {
 // prompts builds the trainer's prompt list from the mixed tasks: each
 // prompt's MaxNew is max_new or what its prompt leaves of the context; a
 // prompt that leaves no room is dropped. With constrained, each prompt
-// gets its workload's grammar (built once per workload).
-func prompts(ctx context.Context, sp Spec, tasks []Task, voc *vocab.Vocab, context int) ([]grpo.Prompt, int, error) {
-	grammars := map[string]*grammar.Grammar{}
+// gets its workload's grammar (one per workload, built on first use).
+func prompts(ctx context.Context, sp Spec, tasks []Task, voc *vocab.Vocab, ctxLen int) ([]grpo.Prompt, int) {
+	grammars := map[string]*lazyGrammar{}
 	var out []grpo.Prompt
 	dropped := map[string]bool{}
 	for _, t := range MixTasks(tasks, sp.ConstructionShare, sp.Seed) {
-		room := context + 1 - len(t.Prompt)
+		room := ctxLen + 1 - len(t.Prompt)
 		if room < 2 {
 			dropped[t.ID] = true
 			continue
@@ -180,22 +213,19 @@ func prompts(ctx context.Context, sp Spec, tasks []Task, voc *vocab.Vocab, conte
 		p := grpo.Prompt{ID: t.ID, Tokens: t.Prompt, MaxNew: min(sp.GRPO.MaxNew, room)}
 		if sp.Constrained {
 			key := t.Spec.Hash()
-			g, ok := grammars[key]
+			lg, ok := grammars[key]
 			if !ok {
-				f, err := t.Spec.Build()
-				if err != nil {
-					return nil, 0, fmt.Errorf("task %s: %w", t.ID, err)
-				}
-				if g, err = grammar.New(ctx, f, voc, sp.Seed); err != nil {
-					return nil, 0, fmt.Errorf("task %s: %w", t.ID, err)
-				}
-				grammars[key] = g
+				// Built inside a step, which is never cut short: an
+				// interruption must not fail a row (the step would differ
+				// from an uninterrupted run's).
+				lg = &lazyGrammar{ctx: context.WithoutCancel(ctx), task: t, voc: voc, seed: sp.Seed}
+				grammars[key] = lg
 			}
-			p.Constraint = grammarConstraint(g)
+			p.Constraint = grammarConstraint(lg)
 		}
 		out = append(out, p)
 	}
-	return out, len(dropped), nil
+	return out, len(dropped)
 }
 
 func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
@@ -256,10 +286,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 		return fmt.Errorf("the sft checkpoint's tokenizer %s is not the vocabulary's %s", got, voc.Identity())
 	}
 	mcfg := sftModel.Config()
-	ps, dropped, err := prompts(ctx, sp, tasks, voc, mcfg.Context)
-	if err != nil {
-		return err
-	}
+	ps, dropped := prompts(ctx, sp, tasks, voc, mcfg.Context)
 	if len(ps) == 0 {
 		return fmt.Errorf("no training prompt fits the context of %d tokens (%d tasks)", mcfg.Context, len(tasks))
 	}
@@ -276,15 +303,8 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	}
 	var tf TrainingFigures
 	tf.Tasks, tf.Prompts, tf.DroppedLongPrompts = len(tasks), len(ps), dropped
-	for _, t := range tasks {
-		if b, _, _ := rw.Baseline(t.ID); b != nil {
-			tf.Baselines++
-		} else if sp.Reward.Bonus != BonusNone {
-			tf.NoBaseline++
-		}
-	}
 	rj, _ := json.Marshal(sp.Reward)
-	logf("reward %s: %d tasks with a baseline, %d without", rj, tf.Baselines, tf.NoBaseline)
+	logf("reward %s", rj)
 	adapter := &rewarder{rw: rw}
 
 	cfg := sp.GRPO.Config(sp.Seed)
@@ -381,6 +401,25 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	}
 
 	tf.Steps, tf.Samples = tr.Steps(), len(logs)
+	// The baselines of the tasks drawn (judged on first use).
+	if sp.Reward.Bonus != BonusNone {
+		drawn := map[string]bool{}
+		for _, l := range logs {
+			if drawn[l.Task] {
+				continue
+			}
+			drawn[l.Task] = true
+			b, _, err := rw.Baseline(ctx, l.Task)
+			if err != nil {
+				return err
+			}
+			if b != nil {
+				tf.Baselines++
+			} else {
+				tf.NoBaseline++
+			}
+		}
+	}
 	gates := 0
 	for _, l := range logs {
 		if l.Gate {

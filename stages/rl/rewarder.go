@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 
+	"dragonx/dragon/grpo"
 	"dragonx/kernels/cudabench"
 	"dragonx/kernels/gpumodel"
 	"dragonx/kernels/judge"
@@ -35,6 +36,38 @@ type Rewarder struct {
 	spec    RewardSpec
 	tasks   map[string]*taskJudge
 	workers int
+
+	mu      sync.Mutex
+	pending []SampleLog // Reward's logs since the last TakeLogs
+}
+
+var _ grpo.Rewarder = (*Rewarder)(nil)
+
+// Reward implements grpo.Rewarder: it judges and scores the samples of
+// p (p.ID is a task's ID) and keeps their logs for TakeLogs.
+func (rw *Rewarder) Reward(ctx context.Context, p grpo.Prompt, samples [][]int) ([]grpo.Reward, error) {
+	logs, err := rw.Judge(ctx, p.ID, samples)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]grpo.Reward, len(logs))
+	for i, l := range logs {
+		out[i] = grpo.Reward{Total: l.Total, Components: l.Components()}
+	}
+	rw.mu.Lock()
+	rw.pending = append(rw.pending, logs...)
+	rw.mu.Unlock()
+	return out, nil
+}
+
+// TakeLogs returns the logs of the samples Reward scored since the last
+// call, in the order of the calls (a GRPO step's groups in order).
+func (rw *Rewarder) TakeLogs() []SampleLog {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	p := rw.pending
+	rw.pending = nil
+	return p
 }
 
 // taskJudge is a task with its judges and baseline.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"dragonx/dragon/grpo"
 	"dragonx/kernels/numeric"
 	"dragonx/kernels/vocab"
 	"dragonx/stages/encode"
@@ -210,6 +211,25 @@ func TestRewarderRealJudgements(t *testing.T) {
 				}
 			}
 		})
+	}
+	// As a grpo.Rewarder: the totals and components of Judge, and the logs
+	// kept for TakeLogs in call order.
+	rw, err := NewRewarder(ctx, DefaultReward(), tasks, RewarderOptions{Vocab: voc, Numeric: numeric.Options{CacheDir: t.TempDir(), Seed: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{3, 0} {
+		rs, err := rw.Reward(ctx, grpo.Prompt{ID: tasks[k].ID, Tokens: tasks[k].Prompt}, [][]int{recs[k].Target, {5, 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != 2 || !(rs[0].Total > rs[1].Total) || rs[0].Components["gate"] != 1 || rs[1].Components["gate_term"] != -1 {
+			t.Fatalf("task %s: rewards %+v", tasks[k].ID, rs)
+		}
+	}
+	logs := rw.TakeLogs()
+	if len(logs) != 4 || logs[0].Task != tasks[3].ID || logs[2].Task != tasks[0].ID || logs[1].Sample != 1 || len(rw.TakeLogs()) != 0 {
+		t.Fatalf("logs %+v", logs)
 	}
 	if _, err := (&Rewarder{}).Judge(ctx, "nope", nil); err == nil {
 		t.Fatal("an unknown task is judged")

@@ -101,37 +101,6 @@ type RunSpeed struct {
 	EvalSeconds   float64 `json:"eval_sample_seconds"`
 }
 
-// rewarder adapts a Rewarder to grpo.Rewarder, keeping the step's sample
-// logs.
-type rewarder struct {
-	rw      *Rewarder
-	mu      sync.Mutex
-	pending []SampleLog
-}
-
-func (a *rewarder) Reward(ctx context.Context, p grpo.Prompt, samples [][]int) ([]grpo.Reward, error) {
-	logs, err := a.rw.Judge(ctx, p.ID, samples)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]grpo.Reward, len(logs))
-	for i, l := range logs {
-		out[i] = grpo.Reward{Total: l.Total, Components: l.Components()}
-	}
-	a.mu.Lock()
-	a.pending = append(a.pending, logs...)
-	a.mu.Unlock()
-	return out, nil
-}
-
-func (a *rewarder) take() []SampleLog {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	p := a.pending
-	a.pending = nil
-	return p
-}
-
 // lazyGrammar builds a workload's script grammar on first use (a run
 // draws a few of many tasks; building every workload's design space up
 // front would cost minutes at the paper's scale).
@@ -305,10 +274,9 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	tf.Tasks, tf.Prompts, tf.DroppedLongPrompts = len(tasks), len(ps), dropped
 	rj, _ := json.Marshal(sp.Reward)
 	logf("reward %s", rj)
-	adapter := &rewarder{rw: rw}
 
 	cfg := sp.GRPO.Config(sp.Seed)
-	tr, rows, logs, err := resume(rt, j.StateDir, sftModel, ps, adapter, cfg, logf)
+	tr, rows, logs, err := resume(rt, j.StateDir, sftModel, ps, rw, cfg, logf)
 	if err != nil {
 		return err
 	}
@@ -327,7 +295,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 			}
 			ref = sftModel
 		}
-		if tr, err = grpo.NewTrainer(policy, ref, cfg, ps, adapter); err != nil {
+		if tr, err = grpo.NewTrainer(policy, ref, cfg, ps, rw); err != nil {
 			policy.Close()
 			return err
 		}
@@ -366,7 +334,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 		byPhase.RewardSeconds += st.RewardSeconds
 		byPhase.ScoreSeconds += st.ScoreSeconds
 		byPhase.UpdateSeconds += st.UpdateSeconds
-		step := adapter.take()
+		step := rw.TakeLogs()
 		for i := range step {
 			step[i].Step = st.Step
 		}

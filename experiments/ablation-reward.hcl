@@ -1,0 +1,196 @@
+# Reward-shape ablation of the paper's RL phase: the pipeline of
+# experiments/paper.hcl, then one rl stage per reward shape (for_each).
+#
+#   dragonx run experiments/ablation-reward.hcl                    # scale "small"
+#   dragonx run -var scale=smoke experiments/ablation-reward.hcl   # every stage tiny
+#
+#   workloads ──> harvest ──> encode ──> sft ──> rl["gate"]
+#                                            ├─> rl["log_speedup"]
+#                                            ├─> rl["linear_capped"]
+#                                            ├─> rl["rank"]
+#                                            └─> rl["no_gate"]
+#
+# The stages workloads, harvest, encode and sft are paper.hcl's, block for
+# block (and the sizes table is its table), so their cache keys are the same
+# and a cache filled by paper.hcl serves them: only the rl instances run.
+# stages/rl's TestAblationSharesPaperStages fails when the two files drift.
+# Editing one shape in local.rewards reruns only that shape's rl instance.
+#
+# Every shape keeps correct = 1, incorrect = -1, the prompt's script as the
+# baseline and the H100 model's latencies; they differ in the gate and the bonus:
+#   gate           numerical gate, no bonus
+#   log_speedup    numerical gate + ln(baseline / latency)
+#   linear_capped  numerical gate + min(baseline / latency - 1, 3)
+#   rank           numerical gate + the share of the group's correct samples it beats
+#   no_gate        no correctness check: every sample with a latency (one whose
+#                  schedule passes the static checks, numerically right or not)
+#                  gets correct + ln(baseline / latency)
+# docs/pipeline.md (## rl) describes the reward block and the outputs.
+
+variable "scale" {
+  type        = string
+  default     = "small"
+  description = "smoke (tests: minutes), small (one 2-core machine: under 45 minutes), paper (the paper's sizes: a cluster and a GPU)"
+  validation {
+    condition     = contains(["smoke", "small", "paper"], var.scale)
+    error_message = "scale must be smoke, small or paper."
+  }
+}
+
+locals {
+  # The sizes of each scale: one row per knob, one column per scale.
+  #
+  #                      smoke    small     paper
+  sizes = {
+    workloads     = { smoke = 24, small = 800, paper = 54116 } # corpus size, both splits
+    test_fraction = { smoke = 0.3, small = 0.1, paper = 0.05 }  # share of non-benchmark workloads held out
+    benchmarks    = { smoke = false, small = true, paper = true } # the 52 benchmark shapes (held out)
+    trials        = { smoke = 12, small = 32, paper = 1000 }    # measured candidates per workload
+    cost_model    = { smoke = "random", small = "random", paper = "gbt" }
+    pairs         = { smoke = 2, small = 2, paper = 1 }         # refinement pairs per workload
+    shards        = { smoke = 2, small = 2, paper = 512 }       # harvest workers (not in any key)
+    layers        = { smoke = 1, small = 4, paper = 12 }
+    width         = { smoke = 64, small = 192, paper = 768 }
+    heads         = { smoke = 4, small = 6, paper = 12 }
+    context       = { smoke = 1280, small = 1280, paper = 2048 }
+    steps         = { smoke = 20, small = 400, paper = 60000 }
+    batch         = { smoke = 4, small = 8, paper = 64 }
+    lr            = { smoke = 3e-3, small = 1e-3, paper = 3e-4 }
+    warmup        = { smoke = 5, small = 40, paper = 2000 }
+    eval_tasks    = { smoke = 4, small = 20, paper = 102 }      # greedy held-out samples per task kind
+    max_new       = { smoke = 64, small = 512, paper = 1024 }
+  }
+  s = { for k, v in local.sizes : k => v[var.scale] }
+}
+
+stage "workloads" {
+  kind          = "workloads"
+  count         = local.s.workloads
+  seed          = 1
+  test_fraction = local.s.test_fraction
+  benchmarks    = local.s.benchmarks
+}
+
+stage "harvest" {
+  kind      = "harvest"
+  workloads = stage.workloads.out.workloads
+  target    = "h100-model"
+  trials    = local.s.trials
+  seed      = 1
+  shards    = local.s.shards
+  search {
+    cost_model = local.s.cost_model
+  }
+  dataset {
+    pairs             = local.s.pairs
+    test_construction = 102
+    test_refinement   = 170
+  }
+}
+
+stage "encode" {
+  kind              = "encode"
+  construction      = stage.harvest.out.construction
+  refinement        = stage.harvest.out.refinement
+  test_construction = stage.harvest.out.test_construction
+  test_refinement   = stage.harvest.out.test_refinement
+}
+
+stage "sft" {
+  kind       = "sft"
+  train      = stage.encode.out.train
+  heldout    = stage.encode.out.heldout
+  vocab      = stage.encode.out.vocab
+  seed       = 1
+  threads    = 2
+  validation = 0.05
+  overlong   = "drop"
+  model {
+    layers  = local.s.layers
+    width   = local.s.width
+    heads   = local.s.heads
+    context = local.s.context
+    dropout = 0.1
+  }
+  optimizer {
+    steps  = local.s.steps
+    batch  = local.s.batch
+    lr     = local.s.lr
+    min_lr = local.s.lr / 10
+    warmup = local.s.warmup
+  }
+  eval {
+    tasks   = local.s.eval_tasks
+    max_new = local.s.max_new
+    numeric = true
+    target  = "h100-model"
+  }
+}
+
+locals {
+  # RL's sizes (the rows the paper's rl stage uses too). small is sized from
+  # shared/design/lm-rl.md's rates, not measured: ~2-3k sampled tokens/s and
+  # ~1k scored tokens/s for a 2.5M model on 2 cores put a step of 2 x 8
+  # samples of <= 512 tokens at ~15-30 s, so 30 steps at ~10-15 minutes per
+  # shape (five shapes here).
+  #
+  #                      smoke    small     paper
+  rl_sizes = {
+    rl_steps   = { smoke = 3, small = 30, paper = 2000 }      # GRPO steps
+    rl_prompts = { smoke = 2, small = 2, paper = 16 }         # prompts per step
+    rl_group   = { smoke = 3, small = 8, paper = 16 }         # samples per prompt
+    rl_max_new = { smoke = 400, small = 512, paper = 1024 }   # a whole script: a cut one fails
+    rl_lr      = { smoke = 1e-4, small = 2e-5, paper = 1e-5 }
+  }
+  r = { for k, v in local.rl_sizes : k => v[var.scale] }
+
+  # The reward shapes: one rl instance each.
+  rewards = {
+    gate          = { gate = "numeric", bonus = "none" }
+    log_speedup   = { gate = "numeric", bonus = "log_speedup" }
+    linear_capped = { gate = "numeric", bonus = "linear_capped" }
+    rank          = { gate = "numeric", bonus = "rank_in_group" }
+    no_gate       = { gate = "none", bonus = "log_speedup" }
+  }
+}
+
+stage "rl" {
+  for_each           = local.rewards
+  kind               = "rl"
+  checkpoint         = stage.sft.out.checkpoint
+  train              = stage.encode.out.train
+  construction       = stage.harvest.out.construction
+  refinement         = stage.harvest.out.refinement
+  heldout            = stage.encode.out.heldout
+  vocab              = stage.encode.out.vocab
+  seed               = 1
+  threads            = 2
+  constrained        = true
+  construction_share = 0.5
+  grpo {
+    steps       = local.r.rl_steps
+    prompts     = local.r.rl_prompts
+    group       = local.r.rl_group
+    mu          = 1
+    epsilon     = 0.2
+    beta        = 0.04
+    temperature = 1
+    max_new     = local.r.rl_max_new
+    lr          = local.r.rl_lr
+  }
+  reward {
+    gate        = each.value.gate
+    correct     = 1
+    incorrect   = -1
+    bonus       = each.value.bonus
+    bonus_scale = 1
+    baseline    = "prompt"
+    target      = "h100-model"
+  }
+  eval {
+    tasks   = local.s.eval_tasks
+    max_new = local.s.max_new
+    numeric = true
+    target  = "h100-model"
+  }
+}

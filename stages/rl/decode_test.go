@@ -1,0 +1,134 @@
+package rl_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"dragonx/stages"
+	"dragonx/stages/rl"
+)
+
+// stageSrc wraps body lines in an rl stage whose inputs are local files;
+// the stage block starts on line 1, so body line k is file line k+1.
+func stageSrc(body string) string {
+	return "stage \"rl\" {\n" + body + "\n  kind = \"rl\"\n  checkpoint = \"model.ckpt\"\n  train = \"train.jsonl\"\n" +
+		"  construction = \"construction.jsonl\"\n  refinement = \"refinement.jsonl\"\n  heldout = \"heldout.jsonl\"\n  vocab = \"vocab.txt\"\n}\n"
+}
+
+func load(t *testing.T, src string) (*stages.Config, []string) {
+	t.Helper()
+	cfg, diags := stages.LoadSource(filepath.Join(t.TempDir(), "exp.hcl"), []byte(src), stages.LoadOptions{})
+	var lines []string
+	for _, d := range diags {
+		line := 0
+		if d.Subject != nil {
+			line = d.Subject.Start.Line
+		}
+		b, _ := json.Marshal(line)
+		lines = append(lines, d.Summary+": "+d.Detail+" @"+string(b))
+	}
+	if diags.HasErrors() {
+		return nil, lines
+	}
+	return cfg, lines
+}
+
+func TestDiagnostics(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		want       string // substring of one diagnostic
+		line       int
+	}{
+		{"unknown attribute", "  learning_rate = 1", "Unsupported argument", 2},
+		{"threads zero", "  threads = 0", "threads is 0", 2},
+		{"share above one", "  construction_share = 1.5", "construction_share is 1.5", 2},
+		{"checkpoint_every zero", "  checkpoint_every = 0", "checkpoint_every is 0", 2},
+		{"seed in grpo", "  grpo {\n    seed = 2\n  }", `An argument named "seed" is not expected here`, 3},
+		{"group of one", "  grpo {\n    group = 1\n  }", "grpo.group: 1: a group needs at least 2 samples", 3},
+		{"epsilon one", "  grpo {\n\n    epsilon = 1\n  }", "grpo.epsilon: 1 is not in (0, 1)", 4},
+		{"negative beta", "  grpo {\n    beta = -0.1\n  }", "grpo.beta", 3},
+		{"min_lr above lr", "  grpo {\n    lr = 1e-5\n    min_lr = 1e-4\n  }", "grpo.min_lr", 4},
+		{"max_new zero", "  grpo {\n    max_new = 0\n  }", "grpo.max_new: 0 is not positive", 3},
+		{"unknown grpo attribute", "  grpo {\n    ppo = 3\n  }", `An argument named "ppo" is not expected here`, 3},
+		{"reward gate", "  reward {\n    gate = \"compiles\"\n  }", `reward.gate is "compiles"`, 3},
+		{"reward incorrect phase", "  reward {\n    gate = \"replay\"\n    incorrect = { decode = -1, parse = -1, replay = -1, verify = -1 }\n  }", "names verify", 4},
+		{"reward cap unused", "  reward {\n    cap = 2\n  }", "reward.cap only applies", 3},
+		{"eval target", "  eval {\n    target = \"a100-model\"\n  }", `unknown target "a100-model"`, 3},
+		{"duplicate block", "  reward {}\n  reward {}", "Duplicate reward block", 3},
+		{"input a number", "  kind = \"rl\"", "", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.want == "" {
+				return
+			}
+			_, got := load(t, stageSrc(c.body))
+			for _, l := range got {
+				if strings.Contains(l, c.want) && strings.HasSuffix(l, " @"+itoaLine(c.line)) {
+					return
+				}
+			}
+			t.Errorf("no diagnostic with %q on line %d; got:\n%s", c.want, c.line, strings.Join(got, "\n"))
+		})
+	}
+	// An input that is neither an upstream output nor a path.
+	src := strings.Replace(stageSrc(""), `heldout = "heldout.jsonl"`, "heldout = 3", 1)
+	_, got := load(t, src)
+	if !strings.Contains(strings.Join(got, "\n"), "heldout must be an upstream output (stage.encode.out.heldout) or a local path string") {
+		t.Errorf("heldout = 3: %v", got)
+	}
+}
+
+func itoaLine(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func stageOf(t *testing.T, body string) *rl.Stage {
+	t.Helper()
+	cfg, diags := load(t, stageSrc(body))
+	if cfg == nil {
+		t.Fatalf("diagnostics: %v", diags)
+	}
+	for _, inst := range cfg.Instances {
+		if s, ok := inst.Stage.(*rl.Stage); ok {
+			return s
+		}
+	}
+	t.Fatal("no rl stage")
+	return nil
+}
+
+func params(s *rl.Stage) string {
+	var b strings.Builder
+	for _, p := range s.Params() {
+		b.WriteString(p.Name + "=" + p.Value + "\n")
+	}
+	return b.String()
+}
+
+func TestDecodeDefaultsAndKey(t *testing.T) {
+	s := stageOf(t, "")
+	sp := s.Spec()
+	if sp.Reward.Gate != rl.GateNumeric || sp.GRPO.Group != 8 || sp.GRPO.Steps != 200 || sp.ConstructionShare != 0.5 || sp.Constrained {
+		t.Fatalf("defaults: %+v", sp)
+	}
+	if err := sp.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Inputs()) != 6 || len(s.Outputs()) != 5 {
+		t.Fatalf("inputs %v outputs %v", s.Inputs(), s.Outputs())
+	}
+	// checkpoint_every is not in the key; the reward's spelling is not
+	// either (one value = the same map); a reward change is.
+	base := params(s)
+	if got := params(stageOf(t, "  checkpoint_every = 3")); got != base {
+		t.Errorf("checkpoint_every changes the params:\n%s\n%s", got, base)
+	}
+	if got := params(stageOf(t, "  reward {\n    incorrect = { decode = -1, parse = -1, replay = -1, postproc = -1, verify = -1, numeric = -1 }\n  }")); got != base {
+		t.Errorf("the same reward written as a map changes the params:\n%s\n%s", got, base)
+	}
+	for _, body := range []string{"  reward {\n    bonus = \"rank_in_group\"\n  }", "  constrained = true", "  construction_share = 0.25", "  grpo {\n    beta = 0\n  }"} {
+		if got := params(stageOf(t, body)); got == base {
+			t.Errorf("%q does not change the params", body)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package rl
+
+import (
+	"context"
+	"testing"
+
+	"dragonx/kernels/judge"
+	"dragonx/kernels/verdict"
+	"dragonx/kernels/vocab"
+)
+
+// TestPromptsAndGrammar: the prompt list of the real tasks (max_new cut to
+// the context, long prompts dropped), and the grammar constraint as the
+// sampler calls it: a row that always takes the first allowed token writes
+// a script that ends with <eos> and replays on the workload; a second row
+// and a new sample of the first start afresh.
+func TestPromptsAndGrammar(t *testing.T) {
+	tasks, _ := readTestTasks(t)
+	voc, err := vocab.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sp := Spec{GRPO: defaultGRPO(), ConstructionShare: 0.5, Seed: 1, Constrained: true}
+	sp.GRPO.MaxNew = 400
+	ps, dropped := prompts(ctx, sp, tasks, voc, 600)
+	// Refinement prompts are 359, 397 and 481 tokens: each leaves less
+	// than 400 of a 600-token context; none is dropped.
+	if len(ps) != 6 || dropped != 0 {
+		t.Fatalf("%d prompts, %d dropped", len(ps), dropped)
+	}
+	for _, p := range ps {
+		want := min(400, 601-len(p.Tokens))
+		if p.MaxNew != want || p.Constraint == nil {
+			t.Errorf("prompt %s of %d tokens: max_new %d (want %d), constraint %v", p.ID, len(p.Tokens), p.MaxNew, want, p.Constraint != nil)
+		}
+	}
+	if _, dropped := prompts(ctx, sp, tasks, voc, 300); dropped != 3 {
+		t.Errorf("context 300: %d dropped; want the 3 refinement prompts", dropped)
+	}
+
+	p := ps[0]
+	var task Task
+	for _, tk := range tasks {
+		if tk.ID == p.ID {
+			task = tk
+		}
+	}
+	j, err := judge.New(task.Spec, judge.Options{Until: verdict.PhaseVerify, Vocab: voc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eos, _ := voc.ID(vocab.EOS)
+	write := func(row int) []int {
+		var gen []int
+		for len(gen) < 2000 {
+			allow := make([]bool, voc.VocabSize())
+			for i := range allow {
+				allow[i] = true
+			}
+			if err := p.Constraint(row, p.Tokens, gen, allow); err != nil {
+				t.Fatalf("row %d after %d tokens: %v", row, len(gen), err)
+			}
+			next := -1
+			for i, ok := range allow {
+				if ok {
+					next = i
+					break
+				}
+			}
+			if next < 0 {
+				t.Fatalf("row %d after %d tokens: nothing allowed", row, len(gen))
+			}
+			gen = append(gen, next)
+			if next == eos {
+				return gen
+			}
+		}
+		t.Fatalf("row %d: no <eos> in 2000 tokens", row)
+		return nil
+	}
+	first := write(0)
+	r, err := j.Judge(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Phase == judge.PhaseDecode || r.Phase == verdict.PhaseParse || r.Phase == verdict.PhaseReplay && !r.OK {
+		t.Fatalf("a script written under the grammar fails %s: %s", r.Phase, r.Error)
+	}
+	// Another row, and the same row again (a new step's sample), write
+	// the same script: their states are their own.
+	if second := write(1); len(second) != len(first) {
+		t.Errorf("row 1 wrote %d tokens, row 0 %d", len(second), len(first))
+	}
+	if again := write(0); len(again) != len(first) {
+		t.Errorf("row 0's second sample has %d tokens, its first %d", len(again), len(first))
+	}
+}

@@ -1,0 +1,230 @@
+//go:build torch
+
+package rl_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"dragonx/cache"
+	"dragonx/internal/progress"
+	"dragonx/internal/torchbin"
+	"dragonx/stages"
+	"dragonx/stages/rl"
+)
+
+// TestMain builds dragonx-torch into a temporary directory and points
+// $DRAGONX_TORCH at it: the stages run their jobs in that real binary.
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "rl-test-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		bin := filepath.Join(dir, torchbin.Name)
+		cmd := exec.Command("go", "build", "-tags=torch", "-o", bin, "dragonx/cmd/dragonx")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building dragonx-torch:", err)
+			return 1
+		}
+		os.Setenv(torchbin.EnvVar, bin)
+		return m.Run()
+	}())
+}
+
+func loadExample(t *testing.T) *stages.Config {
+	t.Helper()
+	abs, _ := filepath.Abs("testdata/rl.hcl")
+	src, err := os.ReadFile(abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := stages.LoadSource(abs, src, stages.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return cfg
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// deterministic returns the outputs that must not vary between runs:
+// everything but metrics.json's measured speed.
+func deterministic(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, f := range []string{"model.ckpt", "curves.csv", "samples.jsonl", "eval_samples.jsonl"} {
+		out[f] = mustRead(t, filepath.Join(dir, f))
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(mustRead(t, filepath.Join(dir, "metrics.json")), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "speed")
+	b, _ := json.Marshal(m)
+	out["metrics.json (without speed)"] = b
+	return out
+}
+
+// TestEngineRunAndResume runs encode, sft and rl through the engine, checks
+// rl's outputs, then reruns rl alone with the same inputs: interrupted after
+// step 3 (its state saved), and resumed; the outputs must be byte-identical
+// to the uninterrupted run's.
+func TestEngineRunAndResume(t *testing.T) {
+	cfg := loadExample(t)
+	root := t.TempDir()
+	store := cache.NewMem()
+	eng := &stages.Engine{Store: store, Jobs: 1, OutDir: filepath.Join(root, "out"),
+		WorkRoot: filepath.Join(root, "work"), StateRoot: filepath.Join(root, "state")}
+	rep, err := eng.Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Status != stages.StatusRan {
+			t.Fatalf("%v: %v (%v)", r.Addr, r.Status, r.Err)
+		}
+	}
+	out := filepath.Join(root, "out", "rl")
+
+	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(out, "curves.csv")))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rows[0], ","); got != "step,reward_mean,reward_std,correct_rate,mean_log_speedup,kl,entropy,clip_frac,loss,grad_norm,lr,skipped_groups,failed_samples" {
+		t.Errorf("curves.csv header %s", got)
+	}
+	if len(rows) != 5 {
+		t.Fatalf("curves.csv has %d rows; want a header and 4 steps", len(rows))
+	}
+	updated := false
+	for _, r := range rows[1:] {
+		rate, err := strconv.ParseFloat(r[3], 64)
+		if err != nil || rate < 0 || rate > 1 {
+			t.Errorf("step %s: correct rate %q", r[0], r[3])
+		}
+		if r[8] != "0" {
+			updated = true
+		}
+	}
+	if !updated {
+		t.Errorf("no step updated the policy (every group skipped?):\n%v", rows)
+	}
+	lines := bytes.Split(bytes.TrimSpace(mustRead(t, filepath.Join(out, "samples.jsonl"))), []byte("\n"))
+	if len(lines) != 4*2*3 {
+		t.Fatalf("samples.jsonl has %d lines; want 4 steps x 2 prompts x 3 samples", len(lines))
+	}
+	gates := 0
+	for i, l := range lines {
+		var s rl.SampleLog
+		if err := json.Unmarshal(l, &s); err != nil {
+			t.Fatalf("samples.jsonl line %d: %v", i+1, err)
+		}
+		if s.Step != i/6+1 || s.Task == "" {
+			t.Errorf("samples.jsonl line %d: step %d task %q", i+1, s.Step, s.Task)
+		}
+		if s.Gate {
+			gates++
+			if s.LatencyS == nil || s.LogSpeedup == nil || s.Baseline == nil || s.Total != 1+s.Bonus {
+				t.Errorf("samples.jsonl line %d: a gate-passing sample without its latency, baseline or bonus: %s", i+1, l)
+			}
+		} else if s.Total != -1 || s.Bonus != 0 {
+			t.Errorf("samples.jsonl line %d: a failing sample's reward: %s", i+1, l)
+		}
+	}
+	// Under the grammar, most samples that finish are valid scripts.
+	if gates == 0 {
+		t.Errorf("no sample of %d passed the static gate under the grammar", len(lines))
+	}
+	var m rl.Metrics
+	if err := json.Unmarshal(mustRead(t, filepath.Join(out, "metrics.json")), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Training.Steps != 4 || m.Training.Samples != 24 || m.Training.Tasks != 6 || m.Training.Baselines != 6 ||
+		m.Heldout.All.Tasks != 2 || m.Heldout.All.Judged == nil {
+		t.Errorf("metrics %+v", m.Training)
+	}
+	t.Logf("curves:\n%v\nmetrics.training %+v, %d correct held-out attempts", rows, m.Training, len(m.Correct))
+	want := deterministic(t, out)
+
+	// Resume: rl alone, interrupted (SIGINT to the child) once step 2 is
+	// reported: the child finishes the step it is in, saves its state and
+	// stops; the rerun resumes from that step.
+	var st stages.Stage
+	for _, inst := range cfg.Instances {
+		if s, ok := inst.Stage.(*rl.Stage); ok {
+			st = s
+		}
+	}
+	inputs := map[string]string{}
+	for _, in := range st.Inputs() {
+		inputs[in.Name] = in.Local
+	}
+	materialize := func(ctx context.Context, input, dst string) error {
+		var src string
+		switch input {
+		case "checkpoint":
+			src = filepath.Join(root, "out", "sft", "model.ckpt")
+		case "train", "heldout":
+			src = filepath.Join(root, "out", "encode", input+".jsonl")
+		case "vocab":
+			src = filepath.Join(root, "out", "encode", "vocab.txt")
+		default:
+			src = filepath.Join("testdata", inputs[input])
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	}
+	state := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log1 bytes.Buffer
+	rc := &stages.RunContext{Dir: t.TempDir(), Log: &log1, StateDir: state, Key: "test", Materialize: materialize,
+		Progress: progress.Func(func(e progress.Event) {
+			if e.Unit == "steps" && e.Done >= 2 {
+				cancel()
+			}
+		})}
+	if err := st.Run(ctx, rc); err == nil || !strings.Contains(log1.String(), "interrupted after step ") {
+		t.Fatalf("the interrupted run: %v\nlog:\n%s", err, log1.String())
+	}
+	var log2 bytes.Buffer
+	rc2 := &stages.RunContext{Dir: t.TempDir(), Log: &log2, StateDir: state, Key: "test", Materialize: materialize}
+	if err := st.Run(context.Background(), rc2); err != nil {
+		t.Fatalf("the resumed run: %v\nlog:\n%s", err, log2.String())
+	}
+	var from int
+	if i := strings.Index(log2.String(), "resuming from step "); i < 0 {
+		t.Fatalf("the rerun did not resume:\n%s", log2.String())
+	} else if _, err := fmt.Sscanf(log2.String()[i:], "resuming from step %d ", &from); err != nil || from < 2 || from >= 4 {
+		t.Fatalf("the rerun resumed from step %d (%v); want 2 or 3:\n%s", from, err, log2.String())
+	}
+	got := deterministic(t, rc2.Dir)
+	for name := range want {
+		if !bytes.Equal(want[name], got[name]) {
+			t.Errorf("%s after an interruption and a resume differs from the uninterrupted run's", name)
+		}
+	}
+}

@@ -6,7 +6,7 @@
 #   dragonx run -var scale=smoke experiments/paper.hcl   # every stage tiny: make test
 #   dragonx plan -var scale=paper experiments/paper.hcl  # the paper's sizes: a cluster and a GPU
 #
-#   workloads ──> harvest ──> encode ──> sft
+#   workloads ──> harvest ──> encode ──> sft ──> rl
 #
 # Every output format is in docs/pipeline.md; the sizes below are explained
 # (and were measured) in its section "Scales". Latencies come from the analytic
@@ -58,6 +58,11 @@ locals {
     warmup        = { smoke = 5, small = 40, paper = 2000 }
     eval_tasks    = { smoke = 4, small = 20, paper = 102 }      # greedy held-out samples per task kind
     max_new       = { smoke = 64, small = 512, paper = 1024 }
+    rl_steps      = { smoke = 3, small = 30, paper = 2000 }     # GRPO steps
+    rl_prompts    = { smoke = 2, small = 2, paper = 16 }        # prompts per step
+    rl_group      = { smoke = 3, small = 8, paper = 16 }        # samples per prompt (G)
+    rl_max_new    = { smoke = 400, small = 512, paper = 1024 }
+    rl_lr         = { smoke = 1e-4, small = 2e-5, paper = 1e-5 }
   }
   s = { for k, v in local.sizes : k => v[var.scale] }
 }
@@ -117,6 +122,49 @@ stage "sft" {
     lr     = local.s.lr
     min_lr = local.s.lr / 10
     warmup = local.s.warmup
+  }
+  eval {
+    tasks   = local.s.eval_tasks
+    max_new = local.s.max_new
+    numeric = true
+    target  = "h100-model"
+  }
+}
+
+# Reinforcement learning (GRPO) from the SFT model, on the training tasks, with a
+# reward that gates on numerical correctness and adds a latency bonus (docs/pipeline.md
+# ## rl). experiments/ablation-reward.hcl varies the reward block.
+stage "rl" {
+  kind               = "rl"
+  checkpoint         = stage.sft.out.checkpoint
+  train              = stage.encode.out.train
+  construction       = stage.harvest.out.construction
+  refinement         = stage.harvest.out.refinement
+  heldout            = stage.encode.out.heldout
+  vocab              = stage.encode.out.vocab
+  seed               = 1
+  threads            = 2
+  constrained        = true
+  construction_share = 0.5
+  grpo {
+    steps       = local.s.rl_steps
+    prompts     = local.s.rl_prompts
+    group       = local.s.rl_group
+    mu          = 1
+    epsilon     = 0.2
+    beta        = 0.04
+    temperature = 1
+    max_new     = local.s.rl_max_new
+    lr          = local.s.rl_lr
+  }
+  reward {
+    gate        = "numeric"
+    correct     = 1
+    incorrect   = -1
+    bonus       = "log_speedup"
+    bonus_scale = 1
+    baseline    = "prompt"
+    target      = "h100-model"
   }
   eval {
     tasks   = local.s.eval_tasks

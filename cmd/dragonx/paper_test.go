@@ -16,10 +16,11 @@ import (
 )
 
 // TestPaperSmoke runs experiments/paper.hcl at smoke scale end to end with
-// the real CLI (workloads, harvest, encode and sft in dragonx-torch) and
-// checks real results: every stage ran, the SFT loss fell, the held-out
-// metrics exist and are in range; a second run reruns nothing; a copy whose
-// only change is sft's learning rate reruns only sft, and plan says why.
+// the real CLI (workloads, harvest, encode, then sft and rl in dragonx-torch)
+// and checks real results: every stage ran, the SFT loss fell, the held-out
+// metrics exist and are in range, RL wrote its curves; a second run reruns
+// nothing; a copy whose only change is sft's learning rate reruns only sft
+// and what depends on it (rl), and plan says why.
 //
 // It needs dragonx-torch (make build; make test points $DRAGONX_TORCH at
 // bin/dragonx-torch) and skips, saying so, where it cannot be found.
@@ -54,8 +55,8 @@ func TestPaperSmoke(t *testing.T) {
 	}
 
 	_, stderr := run("run", "-cache", cacheDir, "-out", out, "-var", "scale=smoke", paper)
-	if !strings.Contains(stderr, "4 ran") {
-		t.Fatalf("first run: want 4 stages run:\n%s", stderr)
+	if !strings.Contains(stderr, "5 ran") {
+		t.Fatalf("first run: want 5 stages run:\n%s", stderr)
 	}
 
 	// The datasets are not empty and every example round-tripped.
@@ -141,10 +142,32 @@ func TestPaperSmoke(t *testing.T) {
 		t.Fatalf("samples.jsonl has %d lines, want 8 (4 tasks of each kind)", n)
 	}
 
+	// RL ran its steps and judged the held-out tasks.
+	curves := readCSV(t, filepath.Join(out, "rl", "curves.csv"))
+	if len(curves) != 1+3 || curves[0][0] != "step" || curves[0][3] != "correct_rate" {
+		t.Fatalf("rl curves.csv: want a header and 3 steps (rl_steps at smoke scale), got %v", curves)
+	}
+	for _, row := range curves[1:] {
+		c, err := strconv.ParseFloat(row[3], 64)
+		if err != nil || c < 0 || c > 1 {
+			t.Fatalf("rl curves.csv: correct_rate %q out of [0, 1]", row[3])
+		}
+	}
+	var rm struct {
+		Training struct {
+			Steps, Samples int
+		} `json:"training"`
+		Heldout map[string]json.RawMessage `json:"heldout"`
+	}
+	readJSON(t, filepath.Join(out, "rl", "metrics.json"), &rm)
+	if rm.Training.Steps != 3 || rm.Training.Samples != 3*2*3 || rm.Heldout["construction"] == nil {
+		t.Fatalf("rl metrics.json: %d steps, %d samples (want 3 and 18), heldout %v", rm.Training.Steps, rm.Training.Samples, rm.Heldout != nil)
+	}
+
 	// A second run reruns nothing.
 	_, stderr = run("run", "-cache", cacheDir, "-out", out, "-var", "scale=smoke", paper)
-	if !strings.Contains(stderr, "4 cached") || strings.Contains(stderr, " ran ") {
-		t.Fatalf("second run: want 4 cached, nothing run:\n%s", stderr)
+	if !strings.Contains(stderr, "5 cached") || strings.Contains(stderr, " ran ") {
+		t.Fatalf("second run: want 5 cached, nothing run:\n%s", stderr)
 	}
 
 	// A copy whose only change is sft's learning rate reruns sft only.
@@ -177,8 +200,11 @@ func TestPaperSmoke(t *testing.T) {
 	}
 	for _, st := range plan.Stages {
 		want := "cached"
-		if st.Name == "sft" {
+		switch st.Name {
+		case "sft":
 			want = "run"
+		case "rl":
+			want = "maybe" // sft's new checkpoint decides
 		}
 		if st.Status != want {
 			t.Errorf("plan: %s is %s, want %s (%v)", st.Name, st.Status, want, st.Reasons)
@@ -187,8 +213,8 @@ func TestPaperSmoke(t *testing.T) {
 			t.Errorf("plan: sft's reasons %q do not name the optimizer parameter", st.Reasons)
 		}
 	}
-	if len(plan.Stages) != 4 {
-		t.Fatalf("plan lists %d stages, want 4", len(plan.Stages))
+	if len(plan.Stages) != 5 {
+		t.Fatalf("plan lists %d stages, want 5", len(plan.Stages))
 	}
 }
 
@@ -212,8 +238,7 @@ func jsonInt(t *testing.T, m map[string]any, key string) int {
 	return int(f)
 }
 
-// readLossColumn returns the loss column of an sft loss.csv.
-func readLossColumn(t *testing.T, path string) []float64 {
+func readCSV(t *testing.T, path string) [][]string {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -224,6 +249,13 @@ func readLossColumn(t *testing.T, path string) []float64 {
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	return rows
+}
+
+// readLossColumn returns the loss column of an sft loss.csv.
+func readLossColumn(t *testing.T, path string) []float64 {
+	t.Helper()
+	rows := readCSV(t, path)
 	if len(rows) < 2 || len(rows[0]) < 3 || rows[0][2] != "loss" {
 		t.Fatalf("%s: unexpected header %v", path, rows)
 	}

@@ -53,10 +53,10 @@ locals {
     width         = { smoke = 64, small = 192, paper = 768 }
     heads         = { smoke = 4, small = 6, paper = 12 }
     context       = { smoke = 1280, small = 1280, paper = 2048 }
-    steps         = { smoke = 20, small = 400, paper = 60000 }
+    steps         = { smoke = 20, small = 150, paper = 60000 }
     batch         = { smoke = 4, small = 8, paper = 64 }
-    lr            = { smoke = 3e-3, small = 1e-3, paper = 3e-4 }
-    warmup        = { smoke = 5, small = 40, paper = 2000 }
+    lr            = { smoke = 3e-3, small = 2e-3, paper = 3e-4 }
+    warmup        = { smoke = 5, small = 15, paper = 2000 }
     eval_tasks    = { smoke = 4, small = 20, paper = 102 }      # greedy held-out samples per task kind
     max_new       = { smoke = 64, small = 512, paper = 1024 }
   }
@@ -136,9 +136,9 @@ locals {
   #
   #                      smoke    small     paper
   rl_sizes = {
-    rl_steps   = { smoke = 3, small = 30, paper = 2000 }      # GRPO steps
+    rl_steps   = { smoke = 3, small = 8, paper = 2000 }       # GRPO steps
     rl_prompts = { smoke = 2, small = 2, paper = 16 }         # prompts per step
-    rl_group   = { smoke = 3, small = 8, paper = 16 }         # samples per prompt
+    rl_group   = { smoke = 3, small = 4, paper = 16 }         # samples per prompt
     rl_max_new = { smoke = 400, small = 512, paper = 1024 }   # a whole script: a cut one fails
     rl_lr      = { smoke = 1e-4, small = 2e-5, paper = 1e-5 }
   }

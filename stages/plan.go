@@ -3,6 +3,8 @@ package stages
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 
 	"dragonx/cache"
@@ -115,6 +117,9 @@ func (e *Engine) Plan(ctx context.Context, cfg *Config, targets []Addr) (*Report
 		if len(res.Reasons) == 0 {
 			res.Reasons = []string{"the cached result of this exact configuration is gone (removed by gc, deleted, or found corrupt)"}
 		}
+		if r := e.resumeReason(res.Key); r != "" {
+			res.Reasons = append(res.Reasons, r)
+		}
 	}
 	rep.RemoteErr = remote.err()
 	if e.UI != nil {
@@ -153,4 +158,17 @@ func (e *Engine) blobsPresent(ctx context.Context, m *cache.Manifest) bool {
 		}
 	}
 	return true
+}
+
+// resumeReason says that an interrupted or failed run of key left resume
+// state (RunContext.StateDir) that the next run continues from, or "".
+func (e *Engine) resumeReason(key cache.Key) string {
+	if e.StateRoot == "" || key.IsZero() {
+		return ""
+	}
+	ents, err := os.ReadDir(filepath.Join(e.StateRoot, key.String()))
+	if err != nil || len(ents) == 0 {
+		return ""
+	}
+	return "an interrupted run of this configuration left resume state; the stage continues from it"
 }

@@ -288,6 +288,9 @@ func (r *runner) runOne(ctx context.Context, inst *Instance, force bool) *Result
 			}
 		}
 	}
+	if rr := e.resumeReason(res.Key); rr != "" {
+		res.Reasons = append(res.Reasons, rr)
+	}
 	return r.execute(ctx, inst, res, digests, cached)
 }
 

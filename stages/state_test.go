@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -77,6 +78,13 @@ func TestStateDirSurvivesFailureAndGoesAfterSuccess(t *testing.T) {
 	key := rep.Results[0].Key.String()
 	if _, err := os.Stat(filepath.Join(root, "state", key, "progress")); err != nil {
 		t.Fatalf("the failed attempt's state is gone: %v", err)
+	}
+	plan, err := eng.Plan(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(plan.Results[0].Reasons, "; "); !strings.Contains(got, "left resume state") {
+		t.Fatalf("plan's reasons %q do not say the stage resumes", got)
 	}
 	rep, err = eng.Run(ctx, cfg, nil)
 	if err != nil {

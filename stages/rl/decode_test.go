@@ -57,6 +57,7 @@ func TestDiagnostics(t *testing.T) {
 		{"reward cap unused", "  reward {\n    cap = 2\n  }", "reward.cap only applies", 3},
 		{"eval target", "  eval {\n    target = \"a100-model\"\n  }", `unknown target "a100-model"`, 3},
 		{"duplicate block", "  reward {}\n  reward {}", "Duplicate reward block", 3},
+		{"eval constrained not a bool", "  eval {\n    constrained = 3\n  }", "Unsuitable value", 3},
 		{"input a number", "  kind = \"rl\"", "", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -126,7 +127,19 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 	if got := params(stageOf(t, "  reward {\n    incorrect = { decode = -1, parse = -1, replay = -1, postproc = -1, verify = -1, numeric = -1 }\n  }")); got != base {
 		t.Errorf("the same reward written as a map changes the params:\n%s\n%s", got, base)
 	}
-	for _, body := range []string{"  reward {\n    bonus = \"rank_in_group\"\n  }", "  constrained = true", "  construction_share = 0.25", "  grpo {\n    beta = 0\n  }"} {
+	// eval.constrained false is the eval block without it (the key of an
+	// existing experiment does not change); the eval param is as before
+	// the attribute existed.
+	if got := params(stageOf(t, "  eval {\n    constrained = false\n  }")); got != base {
+		t.Errorf("eval.constrained = false changes the params:\n%s\n%s", got, base)
+	}
+	if !strings.Contains(base, "eval={\"tasks\":20,\"max_new\":768,\"numeric\":true,\"target\":\"h100-model\"}\n") {
+		t.Errorf("the default eval param changed:\n%s", base)
+	}
+	if !stageOf(t, "  eval {\n    constrained = true\n  }").Spec().Eval.Constrained {
+		t.Error("eval.constrained = true did not reach the spec")
+	}
+	for _, body := range []string{"  reward {\n    bonus = \"rank_in_group\"\n  }", "  constrained = true", "  eval {\n    constrained = true\n  }", "  construction_share = 0.25", "  grpo {\n    beta = 0\n  }"} {
 		if got := params(stageOf(t, body)); got == base {
 			t.Errorf("%q does not change the params", body)
 		}

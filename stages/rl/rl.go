@@ -35,7 +35,7 @@ import (
 //	  grpo   { steps = 200  prompts = 4  group = 8  mu = 1  epsilon = 0.2  beta = 0.04
 //	           temperature = 1  max_new = 768  lr = 2e-5 }
 //	  reward { gate = "numeric"  bonus = "log_speedup"  baseline = "prompt"  target = "h100-model" }
-//	  eval   { tasks = 20  max_new = 768  numeric = true  target = "h100-model" }
+//	  eval   { tasks = 20  max_new = 768  numeric = true  target = "h100-model"  constrained = false }
 //	}
 
 // Version is the kind's version; bump it when the same parameters would give

@@ -65,6 +65,8 @@ func TestDiagnostics(t *testing.T) {
 		{"eval tasks negative", "  eval {\n    tasks = -1\n  }", "eval.tasks: -1 is negative", 3},
 		{"eval max_new zero", "  eval {\n    max_new = 0\n  }", "eval.max_new: 0 is not positive", 3},
 		{"duplicate block", "  model {}\n  model {}", "Duplicate model block", 3},
+		{"eval constrained not a bool", "  eval {\n    constrained = \"grammar\"\n  }", "Unsuitable value", 3},
+		{"constrained on the stage", "  constrained = true", "Unsupported argument", 2},
 		{"input not a path", "  kind = \"sft\"", "", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -169,5 +171,42 @@ func TestRunWithoutTorchBinary(t *testing.T) {
 	err := cfg.Instances[0].Stage.Run(context.Background(), rc)
 	if err == nil || !strings.Contains(err.Error(), "training needs libtorch, which runs in dragonx-torch") {
 		t.Errorf("Run without dragonx-torch = %v; want it to say where training runs", err)
+	}
+}
+
+// TestEvalConstrainedKey checks that eval.constrained, absent or false,
+// leaves the eval parameter (so the key of an existing experiment) as it
+// was before the attribute existed, and that true changes it.
+func TestEvalConstrainedKey(t *testing.T) {
+	// The eval parameter of the defaults before eval.constrained existed.
+	const before = `{"tasks":20,"max_new":768,"numeric":true,"target":"h100-model"}`
+	evalParam := func(body string) string {
+		t.Helper()
+		cfg, diags := load(t, stageSrc(body))
+		if cfg == nil {
+			t.Fatal(diags)
+		}
+		for _, p := range cfg.Instances[0].Stage.Params() {
+			if p.Name == "eval" {
+				return p.Value
+			}
+		}
+		t.Fatal("no eval param")
+		return ""
+	}
+	for _, body := range []string{"", "  eval {}", "  eval {\n    constrained = false\n  }"} {
+		if got := evalParam(body); got != before {
+			t.Errorf("%q: eval param %s; want %s (the key must not change)", body, got, before)
+		}
+	}
+	cfg, diags := load(t, stageSrc("  eval {\n    constrained = true\n  }"))
+	if cfg == nil {
+		t.Fatal(diags)
+	}
+	if got := evalParam("  eval {\n    constrained = true\n  }"); got == before || !strings.Contains(got, `"constrained":true`) {
+		t.Errorf("constrained = true: eval param %s; want it to differ, with \"constrained\":true", got)
+	}
+	if !cfg.Instances[0].Stage.(*sft.Stage).Spec().Eval.Constrained {
+		t.Error("constrained = true did not reach the spec")
 	}
 }

@@ -59,7 +59,8 @@ func judgeOptions(ev EvalSpec, voc *vocab.Vocab, seed int64, cacheDir string) (j
 }
 
 // evaluate samples one greedy continuation per held-out task (stopping at
-// <eos>, at most max_new tokens) and judges it. It returns the samples, the
+// <eos>, at most max_new tokens; under the workload's script grammar with
+// eval.constrained) and judges it. It returns the samples, the
 // judge's phases, the sampling time and the tokens generated.
 func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []HeldoutRecord, sp Spec, env *job.Env, logf func(string, ...any)) ([]SampleRecord, []verdict.Phase, time.Duration, int, error) {
 	tasks := heldoutTasks(held, sp.Eval.Tasks)
@@ -73,13 +74,25 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 		return nil, nil, 0, 0, err
 	}
 	judges := map[string]*judge.Judge{}
+	specs := map[string]*workload.Spec{}
+	specOf := func(h HeldoutRecord) (*workload.Spec, error) {
+		if s, ok := specs[string(h.Workload)]; ok {
+			return s, nil
+		}
+		s, err := workload.Parse(h.Workload)
+		if err != nil {
+			return nil, fmt.Errorf("held-out %s task %d: %w", h.Task, h.Index, err)
+		}
+		specs[string(h.Workload)] = s
+		return s, nil
+	}
 	judgeOf := func(h HeldoutRecord) (*judge.Judge, error) {
 		if j, ok := judges[string(h.Workload)]; ok {
 			return j, nil
 		}
-		spec, err := workload.Parse(h.Workload)
+		spec, err := specOf(h)
 		if err != nil {
-			return nil, fmt.Errorf("held-out %s task %d: %w", h.Task, h.Index, err)
+			return nil, err
 		}
 		j, err := judge.New(spec, jopts)
 		if err != nil {
@@ -87,6 +100,22 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 		}
 		judges[string(h.Workload)] = j
 		return j, nil
+	}
+	// With eval.constrained, each row samples under its workload's script
+	// grammar, built once per workload on first use, with the constraint
+	// rl's training samples use.
+	grammars := map[string]*LazyGrammar{}
+	constraintOf := func(h HeldoutRecord) (dragon.RowConstraint, error) {
+		lg, ok := grammars[string(h.Workload)]
+		if !ok {
+			spec, err := specOf(h)
+			if err != nil {
+				return nil, err
+			}
+			lg = NewLazyGrammar(ctx, spec, fmt.Sprintf("held-out %s task %d", h.Task, h.Index), voc, sp.Seed)
+			grammars[string(h.Workload)] = lg
+		}
+		return GrammarConstraint(lg), nil
 	}
 	// Every judge runs the same phases (same options); none without tasks.
 	var phases []verdict.Phase
@@ -119,11 +148,22 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 	}
 	var sampleTime time.Duration
 	generated, done := 0, 0
-	opts := dragon.SampleOptions{MaxNew: sp.Eval.MaxNew, Stop: []int{eosID}, Seed: sp.Seed}
 	for _, idx := range batches {
+		opts := dragon.SampleOptions{MaxNew: sp.Eval.MaxNew, Stop: []int{eosID}, Seed: sp.Seed}
 		prompts := make([][]int, len(idx))
+		rowCons := make([]dragon.RowConstraint, len(idx))
 		for k, i := range idx {
 			prompts[k] = tasks[i].Prompt
+			if sp.Eval.Constrained {
+				if rowCons[k], err = constraintOf(tasks[i]); err != nil {
+					return nil, nil, 0, 0, err
+				}
+			}
+		}
+		if sp.Eval.Constrained {
+			opts.RowConstraint = func(row int, prompt, generated []int, allow []bool) error {
+				return rowCons[row](row, prompt, generated, allow)
+			}
 		}
 		start := time.Now()
 		got, err := m.Sample(ctx, prompts, opts)
@@ -143,6 +183,9 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 				return nil, nil, 0, 0, err
 			}
 			out[i].Tokens, out[i].Stopped, out[i].Judgement = len(s.Tokens), s.Stopped, r
+			if s.Err != nil {
+				out[i].SampleError = s.Err.Error()
+			}
 			out[i].compare(tasks[i])
 			ids := s.Tokens
 			if s.Stopped {

@@ -134,6 +134,9 @@ type Baseline struct {
 
 // HeldoutFigures are the held-out sampling metrics.
 type HeldoutFigures struct {
+	// Constrained says the samples were drawn under their workload's
+	// script grammar (eval.constrained).
+	Constrained bool `json:"constrained"`
 	// Phases are the judge's phases, in order.
 	Phases       []verdict.Phase `json:"phases"`
 	Construction TaskFigures     `json:"construction"`
@@ -158,6 +161,10 @@ type SampleRecord struct {
 	// sample that was cut; "" when they are not text: the judgement says
 	// why).
 	Script string `json:"script"`
+	// SampleError is why sampling stopped early (a grammar that could not
+	// be built or allowed nothing, non-finite logits); the tokens before
+	// it are judged.
+	SampleError string `json:"sample_error,omitempty"`
 	// Judgement is the judge's result: the verdict, the tokens judged and
 	// the script's text.
 	Judgement *judge.Result `json:"judgement,omitempty"`

@@ -11,7 +11,7 @@
 //	  seed = 1  threads = 2  validation = 0.05  overlong = "drop"
 //	  model     { layers = 4  width = 256  heads = 8  context = 1024  dropout = 0.1 }
 //	  optimizer { steps = 2000  batch = 16  lr = 1e-3  min_lr = 1e-4  warmup = 100 }
-//	  eval      { tasks = 20  max_new = 768  numeric = true  target = "h100-model" }
+//	  eval      { tasks = 20  max_new = 768  numeric = true  target = "h100-model"  constrained = false }
 //	}
 //
 // Training needs libtorch, which dragonx does not link: Run hands the work
@@ -83,6 +83,11 @@ type EvalSpec struct {
 	Numeric bool `hcl:"numeric,optional" json:"numeric"`
 	// Target is the latency target ("h100-model", "h200-model").
 	Target string `hcl:"target,optional" json:"target"`
+	// Constrained draws each greedy sample under its workload's script
+	// grammar (kernels/grammar), as rl's training samples with
+	// constrained = true. Left out of the key when false (omitempty), so
+	// that the keys of experiments without it do not change.
+	Constrained bool `hcl:"constrained,optional" json:"constrained,omitempty"`
 }
 
 // Spec is everything the job needs: the decoded parameters and the names of

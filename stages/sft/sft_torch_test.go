@@ -76,6 +76,46 @@ func runEngine(t *testing.T) string {
 	return filepath.Join(root, "out", "sft")
 }
 
+// TestEngineRunConstrained runs the example with eval.constrained: its
+// metrics.json says so, and every held-out sample is a prefix the grammar
+// allows (max_new = 40 cuts them before <eos>, so they fail at decode, but
+// none fails its sampling).
+func TestEngineRunConstrained(t *testing.T) {
+	src := strings.Replace(string(mustRead(t, "testdata/sft.hcl")), "numeric = true", "numeric = true\n    constrained = true", 1)
+	abs, _ := filepath.Abs("testdata/sft.hcl")
+	cfg, diags := stages.LoadSource(abs, []byte(src), stages.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	root := t.TempDir()
+	eng := &stages.Engine{Store: cache.NewMem(), Jobs: 1, OutDir: filepath.Join(root, "out"),
+		WorkRoot: filepath.Join(root, "work"), StateRoot: filepath.Join(root, "state")}
+	rep, err := eng.Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Results[0]; r.Status != stages.StatusRan {
+		t.Fatalf("sft: %v (%v)", r.Status, r.Err)
+	}
+	out := filepath.Join(root, "out", "sft")
+	var m sft.Metrics
+	if err := json.Unmarshal(mustRead(t, filepath.Join(out, "metrics.json")), &m); err != nil {
+		t.Fatal(err)
+	}
+	if !m.Heldout.Constrained || m.Heldout.All.Sampled != 3 {
+		t.Errorf("metrics.json heldout: constrained %v, %d sampled; want true and 3", m.Heldout.Constrained, m.Heldout.All.Sampled)
+	}
+	for i, l := range bytes.Split(bytes.TrimSpace(mustRead(t, filepath.Join(out, "samples.jsonl"))), []byte("\n")) {
+		var s sft.SampleRecord
+		if err := json.Unmarshal(l, &s); err != nil {
+			t.Fatalf("samples.jsonl line %d: %v", i+1, err)
+		}
+		if s.SampleError != "" || s.Tokens == 0 {
+			t.Errorf("samples.jsonl line %d: %d tokens, sample error %q", i+1, s.Tokens, s.SampleError)
+		}
+	}
+}
+
 func readCurve(t *testing.T, path string) [][]string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -128,6 +168,9 @@ func TestEngineRun(t *testing.T) {
 		if !ok || r < 0 || r > 1 {
 			t.Errorf("held-out %s rate %v (present %v); want a share", name, r, ok)
 		}
+	}
+	if !bytes.Contains(mustRead(t, filepath.Join(out, "metrics.json")), []byte(`"constrained": false`)) || m.Heldout.Constrained {
+		t.Errorf("metrics.json does not say that the held-out samples were unconstrained")
 	}
 	if c, r := m.Heldout.Construction, m.Heldout.Refinement; c.Tasks != 2 || r.Tasks != 1 {
 		t.Errorf("held-out: %d construction and %d refinement tasks; want 2 and 1", c.Tasks, r.Tasks)

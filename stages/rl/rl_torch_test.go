@@ -163,6 +163,12 @@ func TestEngineRunAndResume(t *testing.T) {
 		m.Heldout.All.Tasks != 2 || m.Heldout.All.Judged == nil {
 		t.Errorf("metrics %+v", m.Training)
 	}
+	// The held-out samples were drawn under the grammar (eval.constrained),
+	// as the training samples: every one ends with <eos> and decodes.
+	if !m.Heldout.Constrained || m.Heldout.All.Sampled != 2 || m.Heldout.All.Rates["decode"] != 1 {
+		t.Errorf("metrics.json heldout: constrained %v, %d sampled, decode rate %v; want true, 2 and 1", m.Heldout.Constrained, m.Heldout.All.Sampled, m.Heldout.All.Rates["decode"])
+	}
+	t.Logf("held-out rates under the grammar: %v", m.Heldout.All.Rates)
 	t.Logf("curves:\n%v\nmetrics.training %+v, %d correct held-out attempts", rows, m.Training, len(m.Correct))
 	want := deterministic(t, out)
 

@@ -2,7 +2,8 @@
 # 3 refinement examples of SFM, GMM and C1D, 32-trial searches on the H100
 # model; 2 held-out construction tasks and 4 refinement prompts): encode,
 # a tiny sft, then rl with the script grammar as the sampler's constraint,
-# so that samples finish and the reward has something to rank. In the
+# so that samples finish and the reward has something to rank (and the
+# held-out evaluation under the same grammar: eval.constrained). In the
 # pipeline the dataset files are stage.harvest.out.*.
 stage "encode" {
   kind              = "encode"
@@ -66,8 +67,9 @@ stage "rl" {
     baseline = "prompt"
   }
   eval {
-    tasks   = 1
-    max_new = 24
-    numeric = false
+    tasks       = 1
+    max_new     = 360
+    numeric     = false
+    constrained = true
   }
 }

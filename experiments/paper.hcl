@@ -124,10 +124,11 @@ stage "sft" {
     warmup = local.s.warmup
   }
   eval {
-    tasks   = local.s.eval_tasks
-    max_new = local.s.max_new
-    numeric = true
-    target  = "h100-model"
+    tasks       = local.s.eval_tasks
+    max_new     = local.s.max_new
+    numeric     = true
+    target      = "h100-model"
+    constrained = true # sampled under the script grammar, as rl's training samples are
   }
 }
 
@@ -167,9 +168,10 @@ stage "rl" {
     target      = "h100-model"
   }
   eval {
-    tasks   = local.s.eval_tasks
-    max_new = local.s.max_new
-    numeric = true
-    target  = "h100-model"
+    tasks       = local.s.eval_tasks
+    max_new     = local.s.max_new
+    numeric     = true
+    target      = "h100-model"
+    constrained = true # sampled under the script grammar, as rl's training samples are
   }
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dragonx/cache"
+	"dragonx/internal/fscopy"
 	"dragonx/internal/progress"
 	"dragonx/stages/cluster"
 )
@@ -504,7 +505,7 @@ func (r *runner) saveSnapshot(ctx context.Context, inst *Instance, res *Result, 
 // or a copy of a local file or directory.
 func (r *runner) placeInput(ctx context.Context, in Input, dst string) error {
 	if in.Ref == nil {
-		return copyPath(localPath(r.cfg, in.Local), dst)
+		return fscopy.Copy(localPath(r.cfg, in.Local), dst)
 	}
 	up := r.doneDep(in.Ref.Stage)
 	if up == nil {

@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 
+	"dragonx/internal/fscopy"
 	"dragonx/internal/progress"
 )
 
@@ -174,7 +175,7 @@ func prepare(dir string, job *Job) error {
 		return fmt.Errorf("cluster: clearing the seed: %w", err)
 	}
 	if job.Seed != "" {
-		if err := copyTree(job.Seed, seedDir(dir)); err != nil {
+		if err := fscopy.Copy(job.Seed, seedDir(dir)); err != nil {
 			return fmt.Errorf("cluster: copying the inputs into the work directory: %w", err)
 		}
 	}
@@ -182,7 +183,7 @@ func prepare(dir string, job *Job) error {
 		return fmt.Errorf("cluster: clearing the shared files: %w", err)
 	}
 	if job.Shared != "" {
-		if err := copyTree(job.Shared, SharedDir(dir)); err != nil {
+		if err := fscopy.Copy(job.Shared, SharedDir(dir)); err != nil {
 			return fmt.Errorf("cluster: copying the shared files into the work directory: %w", err)
 		}
 	}
@@ -232,56 +233,6 @@ func writeAtomic(path string, b []byte) error {
 		return fmt.Errorf("cluster: writing %s: %w", path, werr)
 	}
 	return nil
-}
-
-// copyTree copies the directory src to dst (which must not exist): regular
-// files, directories and symbolic links, with their permission bits.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(to, info.Mode().Perm()|0o700)
-		case info.Mode()&os.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, to)
-		case info.Mode().IsRegular():
-			return copyFile(p, to, info.Mode().Perm())
-		default:
-			return fmt.Errorf("%s is neither a file, a directory nor a link", p)
-		}
-	})
-}
-
-func copyFile(src, dst string, perm os.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // tail returns the last n lines of the file at path ("" if unreadable),

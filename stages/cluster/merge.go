@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"dragonx/internal/fscopy"
 )
 
 // MergeOutput merges the path rel (an output) of every shard's working
@@ -149,7 +151,7 @@ func unite(src, dst string, i int, owner map[string]int) error {
 				return nil
 			}
 			owner[rel] = i
-			return copyFile(p, to, info.Mode().Perm())
+			return fscopy.File(p, to, info.Mode().Perm())
 		}
 		return fmt.Errorf("%s in shard %d is a %s", rel, i, typeName(info.Mode().Type()))
 	})

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"dragonx/internal/fscopy"
 )
 
 // Marker is a shard task's completion record, DIR/shard-NNNN/done.json. The
@@ -73,7 +75,7 @@ func RunTask(ctx context.Context, dir string, i int) (*Marker, error) {
 		}
 	}
 	if _, err := os.Stat(seedDir(dir)); err == nil {
-		if err := copyTree(seedDir(dir), work); err != nil {
+		if err := fscopy.Copy(seedDir(dir), work); err != nil {
 			return nil, fmt.Errorf("cluster: shard %d: copying the inputs: %w", i, err)
 		}
 	} else if err := os.MkdirAll(work, 0o755); err != nil {

@@ -3,6 +3,7 @@ package plots
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 
 	"flag"
 	"fmt"
@@ -280,5 +281,261 @@ func TestBuilders(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDeterministic draws every figure twice, in both palettes, and wants
+// the same bytes.
+func TestDeterministic(t *testing.T) {
+	for _, palette := range paletteNames {
+		st := DefaultStyle()
+		st.Palette = palette
+		for _, c := range builderCases() {
+			a, err := c.build(st)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			b, err := c.build(st)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if !bytes.Equal(a.SVG, b.SVG) {
+				t.Errorf("%s (%s): two SVGs of the same data differ", c.name, palette)
+			}
+			if !bytes.Equal(a.PNG, b.PNG) {
+				t.Errorf("%s (%s): two PNGs of the same data differ", c.name, palette)
+			}
+			if a.Caption != b.Caption {
+				t.Errorf("%s (%s): captions differ: %q, %q", c.name, palette, a.Caption, b.Caption)
+			}
+		}
+	}
+}
+
+// TestStyleChangesBytes: the style is part of the picture (a cache key
+// built on it is not vacuous).
+func TestStyleChangesBytes(t *testing.T) {
+	base := DefaultStyle()
+	variants := map[string]Style{}
+	for name, f := range map[string]func(*Style){
+		"width":   func(s *Style) { s.Width = 7 },
+		"height":  func(s *Style) { s.Height = 5 },
+		"font":    func(s *Style) { s.FontSize = 9 },
+		"palette": func(s *Style) { s.Palette = PaletteTol },
+	} {
+		st := base
+		f(&st)
+		variants[name] = st
+	}
+	c := builderCases()[2] // speedup_cdf
+	ref, err := c.build(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range variants {
+		f, err := c.build(st)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if bytes.Equal(f.SVG, ref.SVG) {
+			t.Errorf("changing the style's %s leaves the SVG unchanged", name)
+		}
+		if bytes.Equal(f.PNG, ref.PNG) {
+			t.Errorf("changing the style's %s leaves the PNG unchanged", name)
+		}
+	}
+}
+
+func TestStyleValidate(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(*Style)
+		want []string // substrings of the error; nil: valid
+	}{
+		{"default", func(*Style) {}, nil},
+		{"tol", func(s *Style) { s.Palette = PaletteTol }, nil},
+		{"zero width", func(s *Style) { s.Width = 0 }, []string{"Width", "positive"}},
+		{"negative height", func(s *Style) { s.Height = -4 }, []string{"Height", "positive"}},
+		{"NaN font", func(s *Style) { s.FontSize = math.NaN() }, []string{"FontSize", "positive"}},
+		{"infinite width", func(s *Style) { s.Width = math.Inf(1) }, []string{"Width"}},
+		{"huge width", func(s *Style) { s.Width = 1000 }, []string{"Width", "at most 30"}},
+		{"huge font", func(s *Style) { s.FontSize = 200 }, []string{"FontSize", "at most 72"}},
+		{"unknown palette", func(s *Style) { s.Palette = "viridis" }, []string{"Palette", `"viridis"`, `"okabe-ito"`, `"tol"`}},
+		{"empty palette", func(s *Style) { s.Palette = "" }, []string{"Palette", `"okabe-ito"`, `"tol"`}},
+		{"zero style", func(s *Style) { *s = Style{} }, []string{"Width"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := DefaultStyle()
+			c.edit(&st)
+			err := st.Validate()
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("Validate(%+v) = %v, want nil", st, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate(%+v) = nil, want an error with %q", st, c.want)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate(%+v) = %q; want it to contain %q", st, err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultStyle(t *testing.T) {
+	if got, want := DefaultStyle(), (Style{Width: 6, Height: 4, FontSize: 11, Palette: "okabe-ito"}); got != want {
+		t.Errorf("DefaultStyle() = %+v, want %+v", got, want)
+	}
+}
+
+// TestErrors: bad data and a bad style are refused with an *Error naming
+// the figure and the cause.
+func TestErrors(t *testing.T) {
+	st := DefaultStyle()
+	bad := st
+	bad.Palette = "rainbow"
+	train, val := lossData()
+	steps, reward, std, correct, kl := rlData()
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, c := range []struct {
+		name   string
+		figure string
+		build  func() (*Figure, error)
+		want   string
+	}{
+		// loss_curves
+		{"loss no series", "loss_curves", func() (*Figure, error) { return LossCurves(nil, nil, st) }, "no series"},
+		{"loss empty series", "loss_curves", func() (*Figure, error) {
+			return LossCurves([]Series{{Name: "sft"}}, nil, st)
+		}, `training series "sft" is empty`},
+		{"loss mismatched lengths", "loss_curves", func() (*Figure, error) {
+			return LossCurves(train, []Series{{Name: "sft", X: []float64{1, 2}, Y: []float64{3}}}, st)
+		}, "2 x values and 1 y values"},
+		{"loss NaN", "loss_curves", func() (*Figure, error) {
+			return LossCurves([]Series{{Name: "sft", X: []float64{1, 2}, Y: []float64{3, nan}}}, val, st)
+		}, "y: value 1 is NaN"},
+		{"loss no name", "loss_curves", func() (*Figure, error) {
+			return LossCurves([]Series{{X: []float64{1}, Y: []float64{3}}}, nil, st)
+		}, "no name"},
+		{"loss twice", "loss_curves", func() (*Figure, error) { return LossCurves(append(train, train...), nil, st) }, "twice"},
+		{"loss palette", "loss_curves", func() (*Figure, error) { return LossCurves(train, val, bad) }, `Palette "rainbow"`},
+		// rl_curves
+		{"rl no steps", "rl_curves", func() (*Figure, error) { return RLCurves(nil, nil, nil, nil, nil, st) }, "no steps"},
+		{"rl mismatched lengths", "rl_curves", func() (*Figure, error) {
+			return RLCurves(steps, reward[1:], std, correct, kl, st)
+		}, "reward has 19 values for 20 steps"},
+		{"rl NaN", "rl_curves", func() (*Figure, error) {
+			k := append([]float64(nil), kl...)
+			k[3] = nan
+			return RLCurves(steps, reward, std, correct, k, st)
+		}, "kl: value 3 is NaN"},
+		{"rl rate above 1", "rl_curves", func() (*Figure, error) {
+			c := append([]float64(nil), correct...)
+			c[0] = 1.5
+			return RLCurves(steps, reward, std, c, kl, st)
+		}, "[0, 1]"},
+		{"rl negative std", "rl_curves", func() (*Figure, error) {
+			s := append([]float64(nil), std...)
+			s[2] = -0.1
+			return RLCurves(steps, reward, s, correct, kl, st)
+		}, "reward std 2 is -0.1"},
+		{"rl steps decrease", "rl_curves", func() (*Figure, error) {
+			s := append([]float64(nil), steps...)
+			s[5] = 1
+			return RLCurves(s, reward, std, correct, kl, st)
+		}, "steps must increase"},
+		{"rl palette", "rl_curves", func() (*Figure, error) { return RLCurves(steps, reward, std, correct, kl, bad) }, "Palette"},
+		// speedup_cdf
+		{"cdf no series", "speedup_cdf", func() (*Figure, error) { return SpeedupCDF(nil, "model:h100", st) }, "no series"},
+		{"cdf empty series", "speedup_cdf", func() (*Figure, error) {
+			return SpeedupCDF([]Series{{Name: "rl"}}, "model:h100", st)
+		}, `series "rl" has no speedups`},
+		{"cdf negative speedup", "speedup_cdf", func() (*Figure, error) {
+			return SpeedupCDF([]Series{{Name: "rl", X: []float64{1.2, -0.5}}}, "model:h100", st)
+		}, "speedup 1 is negative (-0.5)"},
+		{"cdf zero speedup", "speedup_cdf", func() (*Figure, error) {
+			return SpeedupCDF([]Series{{Name: "rl", X: []float64{0}}}, "model:h100", st)
+		}, "speedup 0 is 0"},
+		{"cdf NaN", "speedup_cdf", func() (*Figure, error) {
+			return SpeedupCDF([]Series{{Name: "rl", X: []float64{nan}}}, "model:h100", st)
+		}, "speedup 0 is NaN"},
+		{"cdf Inf", "speedup_cdf", func() (*Figure, error) {
+			return SpeedupCDF([]Series{{Name: "rl", X: []float64{inf}}}, "model:h100", st)
+		}, "speedup 0 is +Inf"},
+		{"cdf no source", "speedup_cdf", func() (*Figure, error) { return SpeedupCDF(cdfData(), "", st) }, "latency source is empty"},
+		{"cdf palette", "speedup_cdf", func() (*Figure, error) { return SpeedupCDF(cdfData(), "model:h100", bad) }, "Palette"},
+		// family_correctness
+		{"bars none", "family_correctness", func() (*Figure, error) { return FamilyCorrectness(nil, st) }, "no bars"},
+		{"bars NaN", "family_correctness", func() (*Figure, error) {
+			return FamilyCorrectness([]Bar{{Group: "C2D", Series: "rl", Value: nan}}, st)
+		}, "not a rate in [0, 1]"},
+		{"bars above 1", "family_correctness", func() (*Figure, error) {
+			return FamilyCorrectness([]Bar{{Group: "C2D", Series: "rl", Value: 1.2}}, st)
+		}, "value 1.2 is not a rate"},
+		{"bars negative N", "family_correctness", func() (*Figure, error) {
+			return FamilyCorrectness([]Bar{{Group: "C2D", Series: "rl", Value: 0.5, N: -1}}, st)
+		}, "N is -1"},
+		{"bars duplicate", "family_correctness", func() (*Figure, error) {
+			b := Bar{Group: "C2D", Series: "rl", Value: 0.5}
+			return FamilyCorrectness([]Bar{b, b}, st)
+		}, `group "C2D" has series "rl" twice`},
+		{"bars no group", "family_correctness", func() (*Figure, error) {
+			return FamilyCorrectness([]Bar{{Series: "rl", Value: 0.5}}, st)
+		}, "no group"},
+		{"bars palette", "family_correctness", func() (*Figure, error) { return FamilyCorrectness(barData(), bad) }, "Palette"},
+		// latency_scatter
+		{"scatter none", "latency_scatter", func() (*Figure, error) { return LatencyScatter(nil, "sft", "rl", "model:h100", st) }, "no pairs"},
+		{"scatter NaN", "latency_scatter", func() (*Figure, error) {
+			return LatencyScatter([]Pair{{"t0", 3, nan}}, "sft", "rl", "model:h100", st)
+		}, "rl latency is NaN"},
+		{"scatter negative", "latency_scatter", func() (*Figure, error) {
+			return LatencyScatter([]Pair{{"t0", -3, 4}}, "sft", "rl", "model:h100", st)
+		}, "sft latency is -3 µs"},
+		{"scatter -Inf", "latency_scatter", func() (*Figure, error) {
+			return LatencyScatter([]Pair{{"t0", math.Inf(-1), 4}}, "sft", "rl", "model:h100", st)
+		}, "use +Inf for no correct attempt"},
+		{"scatter no source", "latency_scatter", func() (*Figure, error) { return LatencyScatter(pairData(), "sft", "rl", "", st) }, "latency source is empty"},
+		{"scatter no name", "latency_scatter", func() (*Figure, error) { return LatencyScatter(pairData(), "", "rl", "model:h100", st) }, "need a name"},
+		{"scatter palette", "latency_scatter", func() (*Figure, error) { return LatencyScatter(pairData(), "sft", "rl", "model:h100", bad) }, "Palette"},
+		// dataset_stats
+		{"dataset no lengths", "dataset_stats", func() (*Figure, error) { return DatasetStats(nil, []float64{2}, st) }, "no trace lengths"},
+		{"dataset no speedups", "dataset_stats", func() (*Figure, error) { return DatasetStats([]float64{3}, nil, st) }, "no refinement speedups"},
+		{"dataset NaN length", "dataset_stats", func() (*Figure, error) { return DatasetStats([]float64{3, nan}, []float64{2}, st) }, "value 1 is NaN"},
+		{"dataset negative length", "dataset_stats", func() (*Figure, error) { return DatasetStats([]float64{-3}, []float64{2}, st) }, "trace length 0 is negative"},
+		{"dataset negative speedup", "dataset_stats", func() (*Figure, error) { return DatasetStats([]float64{3}, []float64{2, -1}, st) }, "speedup 1 is negative"},
+		{"dataset no unit", "dataset_stats", func() (*Figure, error) {
+			d := datasetData()
+			d.TraceUnit = ""
+			return DatasetStatsOf(d, st)
+		}, "trace unit is empty"},
+		{"dataset palette", "dataset_stats", func() (*Figure, error) { return DatasetStatsOf(datasetData(), bad) }, "Palette"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := c.build()
+			if err == nil {
+				t.Fatalf("got a figure %q, want an error containing %q", f.Name, c.want)
+			}
+			if f != nil {
+				t.Errorf("got a figure and an error %v", err)
+			}
+			var fe *Error
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v (%T) is not a *plots.Error", err, err)
+			}
+			if fe.Figure != c.figure {
+				t.Errorf("error names figure %q, want %q", fe.Figure, c.figure)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "plots: "+c.figure+": ") {
+				t.Errorf("error %q does not start with %q", msg, "plots: "+c.figure+": ")
+			}
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("error %q does not contain %q", msg, c.want)
+			}
+		})
 	}
 }

@@ -93,7 +93,18 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 		ln.LineStyle = l.lineStyle(i)
 		ln.LineStyle.Dashes = nil
 		p.Add(ln)
-		entries = append(entries, entry{s.Name + " train", []plot.Thumbnailer{ln}})
+		thumbs := []plot.Thumbnailer{ln}
+		if len(s.X) == 1 {
+			// A line through one point draws nothing: mark the point.
+			pt, err := plotter.NewScatter(xys(s.X, s.Y))
+			if err != nil {
+				return nil, figErr(name, "training series %q: %w", s.Name, err)
+			}
+			pt.GlyphStyle = l.glyphStyle(i)
+			p.Add(pt)
+			thumbs = append(thumbs, pt)
+		}
+		entries = append(entries, entry{s.Name + " train", thumbs})
 	}
 	for _, s := range validation {
 		ln, pts, err := plotter.NewLinePoints(xys(s.X, s.Y))
@@ -222,6 +233,15 @@ func RLCurves(steps []float64, reward, rewardStd, correct, kl []float64, st Styl
 		ln.LineStyle = l.lineStyle(i)
 		ln.LineStyle.Dashes = nil // one series a panel: the panel, not the dash, tells them apart
 		panel.p.Add(ln)
+		if len(steps) == 1 {
+			// A line through one point draws nothing: mark the point.
+			pt, err := plotter.NewScatter(xys(steps, panel.y))
+			if err != nil {
+				return nil, figErr(name, "%w", err)
+			}
+			pt.GlyphStyle = l.glyphStyle(i)
+			panel.p.Add(pt)
+		}
 	}
 	mid.Y.Min, mid.Y.Max = 0, 1
 	mid.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 0.5, Label: "0.5"}, {Value: 1, Label: "1"}}

@@ -48,9 +48,9 @@ func xys(x, y []float64) plotter.XYs {
 
 // LossCurves draws training and validation loss against the step: x is
 // the step, y the loss in nats per token. A run's training series is a
-// solid line in its colour; its validation series (same Name) is the same
-// colour, dashed, with markers at the evaluated steps. Either list may be
-// empty, not both.
+// thin solid line in a light tint of its colour; its validation series
+// (same Name) is the full colour, dashed, with markers at the evaluated
+// steps, drawn on top. Either list may be empty, not both.
 func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 	const name = "loss_curves"
 	if err := st.validate(); err != nil {
@@ -90,8 +90,9 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 			return nil, figErr(name, "training series %q: %w", s.Name, err)
 		}
 		i := index(s.Name)
-		ln.LineStyle = l.lineStyle(i)
-		ln.LineStyle.Dashes = nil
+		// Training loss is noisy and dense: a thin tint of the run's colour,
+		// so the sparse validation curve drawn over it stays visible.
+		ln.LineStyle = draw.LineStyle{Color: light(l.color(i), 0.45), Width: vg.Points(1)}
 		p.Add(ln)
 		thumbs := []plot.Thumbnailer{ln}
 		if len(s.X) == 1 {
@@ -106,6 +107,7 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 		}
 		entries = append(entries, entry{s.Name + " train", thumbs})
 	}
+	// Validation after training, so it is drawn on top.
 	for _, s := range validation {
 		ln, pts, err := plotter.NewLinePoints(xys(s.X, s.Y))
 		if err != nil {
@@ -113,6 +115,7 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 		}
 		i := index(s.Name)
 		ln.LineStyle = l.lineStyle(i)
+		ln.LineStyle.Width = vg.Points(1.75)
 		ln.LineStyle.Dashes = dashes[1]
 		pts.GlyphStyle = l.glyphStyle(i)
 		p.Add(ln, pts)
@@ -130,7 +133,7 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 	return &Figure{
 		Name:    name,
 		Title:   title,
-		Caption: fmt.Sprintf("Loss (nats per token) against the optimizer step: %d training and %d validation curves; training solid, validation dashed with a marker at each evaluation.", len(train), len(validation)),
+		Caption: fmt.Sprintf("Loss (nats per token) against the optimizer step: %d training and %d validation curves; training thin and light, validation dashed with a marker at each evaluation.", len(train), len(validation)),
 		SVG:     svg,
 		PNG:     png,
 	}, nil

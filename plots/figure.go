@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -89,41 +91,97 @@ func newPlot(l look, title, xlabel, ylabel string) *plot.Plot {
 	return p
 }
 
-// legend is a legend drawn outside the data area, to the right of it, so
-// it never hides data.
-func newLegend(l look) plot.Legend {
-	leg := plot.NewLegend()
-	leg.TextStyle.Font = l.legend
-	leg.Top = true
-	leg.Left = true
-	leg.ThumbnailWidth = vg.Points(22)
-	leg.Padding = vg.Points(2)
-	return leg
+// legend lists the series of a figure under its plot, in rows that wrap
+// at the figure's width: outside the data area, so it never hides data,
+// and costing a little height rather than a third of the width as a column
+// at the side would (gonum's plot.Legend draws only inside the data area
+// and only as one column).
+type legend struct {
+	font    font.Font
+	entries []legendEntry
 }
 
-// legendWidth is the width the legend needs.
-func legendWidth(leg *plot.Legend, c draw.Canvas) vg.Length {
-	r := leg.Rectangle(c)
-	return r.Max.X - r.Min.X
+type legendEntry struct {
+	label  string
+	thumbs []plot.Thumbnailer
 }
 
-// drawWithLegend draws p into c and, when leg has entries, leg in a strip
-// at c's right edge, level with the top of the data area.
-func drawWithLegend(c draw.Canvas, p *plot.Plot, leg *plot.Legend) {
-	w := legendWidth(leg, c)
-	if w == 0 {
+func newLegend(l look) legend { return legend{font: l.legend} }
+
+// Add appends an entry whose sample is drawn by thumbs, in order.
+func (lg *legend) Add(label string, thumbs ...plot.Thumbnailer) {
+	lg.entries = append(lg.entries, legendEntry{label, thumbs})
+}
+
+// Legend geometry.
+var (
+	thumbWidth  = vg.Points(22) // the sample line or patch
+	thumbGap    = vg.Points(4)  // between the sample and its label
+	entryGap    = vg.Points(14) // between entries in a row
+	legendSpace = vg.Points(6)  // between the plot and the legend
+)
+
+func (lg *legend) style() text.Style {
+	return text.Style{Color: color.Black, Font: lg.font, XAlign: draw.XLeft, YAlign: draw.YCenter, Handler: plot.DefaultTextHandler}
+}
+
+// layout splits the entries into rows no wider than width (an entry wider
+// than width gets a row of its own) and returns the rows and the height
+// of one.
+func (lg *legend) layout(width vg.Length) (rows [][]legendEntry, rowHeight vg.Length) {
+	sty := lg.style()
+	rowHeight = sty.Height("Xg") * 1.3
+	var row []legendEntry
+	var used vg.Length
+	for _, e := range lg.entries {
+		w := thumbWidth + thumbGap + sty.Width(e.label)
+		if len(row) > 0 && used+entryGap+w > width {
+			rows = append(rows, row)
+			row, used = nil, 0
+		}
+		if len(row) > 0 {
+			used += entryGap
+		}
+		row = append(row, e)
+		used += w
+	}
+	if len(row) > 0 {
+		rows = append(rows, row)
+	}
+	return rows, rowHeight
+}
+
+// drawWithLegend draws p into c and, when the legend has entries, the
+// legend in rows under it, left-aligned with the data area.
+func drawWithLegend(c draw.Canvas, p *plot.Plot, lg *legend) {
+	if len(lg.entries) == 0 {
 		p.Draw(c)
 		return
 	}
-	gap := vg.Points(8)
-	left := draw.Crop(c, 0, -(w + gap), 0, 0)
-	p.Draw(left)
-	data := p.DataCanvas(left)
-	strip := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
-		Min: vg.Point{X: c.Max.X - w, Y: data.Min.Y},
-		Max: vg.Point{X: c.Max.X, Y: data.Max.Y},
-	}}
-	leg.Draw(strip)
+	// The rows start at the data area's left edge, which does not depend
+	// on the area's height.
+	left := p.DataCanvas(c).Min.X
+	rows, rh := lg.layout(c.Max.X - left)
+	height := vg.Length(len(rows))*rh + legendSpace
+	p.Draw(draw.Crop(c, 0, 0, height, 0))
+	sty := lg.style()
+	y := c.Min.Y + height - legendSpace // top of the first row
+	for _, row := range rows {
+		x := left
+		for _, e := range row {
+			icon := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: x, Y: y - rh},
+				Max: vg.Point{X: x + thumbWidth, Y: y},
+			}}
+			for _, t := range e.thumbs {
+				t.Thumbnail(&icon)
+			}
+			x += thumbWidth + thumbGap
+			c.FillText(sty, vg.Point{X: x, Y: y - rh/2}, e.label)
+			x += sty.Width(e.label) + entryGap
+		}
+		y -= rh
+	}
 }
 
 // render draws the picture twice, as SVG and as PNG. Gonum panics on some

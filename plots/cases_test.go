@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -263,4 +264,29 @@ func parse(t *testing.T, s string) float64 {
 		t.Fatalf("tick label %q is not a number: %v", s, err)
 	}
 	return v
+}
+
+// TestCrowdedFamilies: with many families the group labels become one
+// slanted line each ("C2D n=40"); with few they stay two lines.
+func TestCrowdedFamilies(t *testing.T) {
+	st := DefaultStyle()
+	build := func(groups int) string {
+		var bars []Bar
+		for g := range groups {
+			for _, s := range []string{"sft", "rl", "baseline:random"} {
+				bars = append(bars, Bar{Group: fmt.Sprintf("FAMILY%02d", g), Series: s, Value: 0.5, N: 40})
+			}
+		}
+		f, err := FamilyCorrectness(bars, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return texts(t, f)
+	}
+	if s := build(3); !strings.Contains(s, "FAMILY00\nn=40") {
+		t.Errorf("3 families: want the label on two lines (FAMILY00, n=40); texts %q", s)
+	}
+	if s := build(17); !strings.Contains(s, "FAMILY00 n=40") {
+		t.Errorf("17 families: want one-line slanted labels (FAMILY00 n=40); texts %q", s)
+	}
 }

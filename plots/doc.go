@@ -34,8 +34,8 @@
 // Colours come from a colour-blind-safe palette, Okabe-Ito by default or
 // Paul Tol's "bright" (Style.Palette "okabe-ito" or "tol"); series differ
 // also in dash pattern or marker, so a figure reads in grey. A legend
-// appears when a figure has several series, in rows under the plot, never
-// over the data. Crowded group labels of FamilyCorrectness are slanted.
+// appears when a figure has several series (SpeedupCDF always has one, for
+// the count of each series), in rows under the plot, never over the data. Crowded group labels of FamilyCorrectness are slanted.
 //
 // Bad data are refused, never drawn: empty series, NaN or infinite values
 // (but +Inf latencies in a Pair), X and Y of different lengths, speedups

@@ -66,7 +66,7 @@ func sourceLabel(source string) string {
 func sourceWords(source string) string {
 	switch {
 	case strings.HasPrefix(source, "model:"):
-		return "simulated latencies from the GPU model " + source
+		return "latencies simulated by the GPU model (source " + source + ")"
 	case strings.HasPrefix(source, "measured:"):
 		return "latencies measured on " + strings.TrimPrefix(source, "measured:")
 	default:
@@ -74,8 +74,7 @@ func sourceWords(source string) string {
 	}
 }
 
-// newPlot is a plot with the look's fonts, a title and axis labels, and
-// light grid-free axes.
+// newPlot is a plot with the look's fonts, a title and axis labels.
 func newPlot(l look, title, xlabel, ylabel string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
@@ -222,13 +221,10 @@ func fillBackground(c draw.Canvas) {
 // drawTitle writes a figure title centred at the top of c and returns the
 // rest of c, for figures made of several panels.
 func drawTitle(c draw.Canvas, l look, title string) draw.Canvas {
-	p := plot.New()
-	sty := p.Title.TextStyle
-	sty.Font = l.title
-	r := sty.Rectangle(title)
+	sty := text.Style{Color: color.Black, Font: l.title, XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.DefaultTextHandler}
 	descent := sty.FontExtents().Descent
 	c.FillText(sty, vg.Point{X: c.Center().X, Y: c.Max.Y + descent}, title)
-	return draw.Crop(c, 0, 0, 0, -(r.Size().Y + vg.Points(6)))
+	return draw.Crop(c, 0, 0, 0, -(sty.Rectangle(title).Size().Y + vg.Points(6)))
 }
 
 // Log axes. A log axis here is a linear axis over log10 of the data, with

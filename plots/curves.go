@@ -2,6 +2,7 @@ package plots
 
 import (
 	"fmt"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -63,6 +64,16 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 		return nil, &Error{Figure: name, Err: err}
 	}
 	if err := checkSeries("validation", validation); err != nil {
+		return nil, &Error{Figure: name, Err: err}
+	}
+	var xs, ys [][]float64
+	for _, s := range append(slices.Clone(train), validation...) {
+		xs, ys = append(xs, s.X), append(ys, s.Y)
+	}
+	if err := checkSpan("steps", xs...); err != nil {
+		return nil, &Error{Figure: name, Err: err}
+	}
+	if err := checkSpan("losses", ys...); err != nil {
 		return nil, &Error{Figure: name, Err: err}
 	}
 	l := st.look()
@@ -187,6 +198,18 @@ func RLCurves(steps []float64, reward, rewardStd, correct, kl []float64, st Styl
 	for i, v := range correct {
 		if v < 0 || v > 1 {
 			return nil, figErr(name, "correct %d is %g; a rate lies in [0, 1]", i, v)
+		}
+	}
+	band := slices.Clone(reward)
+	for i, sd := range rewardStd {
+		band = append(band, reward[i]-sd, reward[i]+sd)
+	}
+	for _, c := range []struct {
+		what string
+		v    []float64
+	}{{"steps", steps}, {"rewards (± std)", band}, {"kl values", kl}} {
+		if err := checkSpan(c.what, c.v); err != nil {
+			return nil, &Error{Figure: name, Err: err}
 		}
 	}
 

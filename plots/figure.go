@@ -112,12 +112,12 @@ func (lg *legend) Add(label string, thumbs ...plot.Thumbnailer) {
 	lg.entries = append(lg.entries, legendEntry{label, thumbs})
 }
 
-// Legend geometry.
-var (
-	thumbWidth  = vg.Points(22) // the sample line or patch
-	thumbGap    = vg.Points(4)  // between the sample and its label
-	entryGap    = vg.Points(14) // between entries in a row
-	legendSpace = vg.Points(6)  // between the plot and the legend
+// Legend geometry, in points (a vg.Length is one point).
+const (
+	thumbWidth  vg.Length = 22 // the sample line or patch
+	thumbGap    vg.Length = 4  // between the sample and its label
+	entryGap    vg.Length = 14 // between entries in a row
+	legendSpace vg.Length = 6  // between the plot and the legend
 )
 
 func (lg *legend) style() text.Style {
@@ -183,10 +183,11 @@ func drawWithLegend(c draw.Canvas, p *plot.Plot, lg *legend) {
 	}
 }
 
-// render draws the picture twice, as SVG and as PNG. Gonum panics on some
-// inputs (a log axis over a non-positive range); builders check their data
-// first, and a panic that still happens is returned as an error naming the
-// figure rather than taking the caller down.
+// render draws the picture twice, as SVG and as PNG. Gonum panics where it
+// meets data it cannot draw (plot.LogScale at or below 0, DefaultTicks over
+// a range that overflows); builders check their data first, and a panic
+// that still happens is returned as an error naming the figure rather than
+// taking the caller down.
 func render(name string, l look, drawFn func(c draw.Canvas)) (svg, png []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -321,7 +322,7 @@ func (countTicker) Ticks(lo, hi float64) []plot.Tick {
 		step = []float64{1, 2, 5}[k%3] * math.Pow10(k/3)
 	}
 	var out []plot.Tick
-	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+	for v := math.Ceil(lo/step) * step; v <= hi && len(out) < 10; v += step {
 		out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
 	}
 	return out
@@ -333,6 +334,22 @@ func checkFinite(what string, vs []float64) error {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("%s: value %d is %g; it must be a finite number", what, i, v)
 		}
+	}
+	return nil
+}
+
+// checkSpan reports values whose range, largest less smallest, overflows a
+// float64 (from -1e308 to 1e308): gonum's tick labelling loops forever
+// over such a linear axis instead of failing.
+func checkSpan(what string, vss ...[]float64) error {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, vs := range vss {
+		for _, v := range vs {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if math.IsInf(hi-lo, 0) {
+		return fmt.Errorf("%s run from %g to %g, a range too wide to draw", what, lo, hi)
 	}
 	return nil
 }

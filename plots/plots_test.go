@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 var outDir = flag.String("plots.out", "", "write the test figures to this directory (default: the test's temporary directory)")
@@ -429,6 +430,14 @@ func TestErrors(t *testing.T) {
 			return LossCurves([]Series{{X: []float64{1}, Y: []float64{3}}}, nil, st)
 		}, "no name"},
 		{"loss twice", "loss_curves", func() (*Figure, error) { return LossCurves(append(train, train...), nil, st) }, "twice"},
+		{"loss range overflows", "loss_curves", func() (*Figure, error) {
+			return LossCurves([]Series{{Name: "sft", X: []float64{1, 2}, Y: []float64{-1e308, 1e308}}}, nil, st)
+		}, "losses run from -1e+308 to 1e+308, a range too wide to draw"},
+		{"loss gonum panics", "loss_curves", func() (*Figure, error) {
+			// gonum widens a one-value axis by ±1, which 1e300 does not
+			// notice, and its ticker panics: the panic comes back as an error.
+			return LossCurves([]Series{{Name: "sft", X: []float64{1, 2}, Y: []float64{1e300, 1e300}}}, nil, st)
+		}, "drawing failed: illegal range"},
 		{"loss palette", "loss_curves", func() (*Figure, error) { return LossCurves(train, val, bad) }, `Palette "rainbow"`},
 		// rl_curves
 		{"rl no steps", "rl_curves", func() (*Figure, error) { return RLCurves(nil, nil, nil, nil, nil, st) }, "no steps"},
@@ -455,6 +464,9 @@ func TestErrors(t *testing.T) {
 			s[5] = 1
 			return RLCurves(s, reward, std, correct, kl, st)
 		}, "steps must increase"},
+		{"rl band overflows", "rl_curves", func() (*Figure, error) {
+			return RLCurves([]float64{1}, []float64{1e308}, []float64{1e308}, []float64{0}, []float64{0}, st)
+		}, "rewards (± std) run from 0 to +Inf"},
 		{"rl palette", "rl_curves", func() (*Figure, error) { return RLCurves(steps, reward, std, correct, kl, bad) }, "Palette"},
 		// speedup_cdf
 		{"cdf no series", "speedup_cdf", func() (*Figure, error) { return SpeedupCDF(nil, "model:h100", st) }, "no series"},
@@ -522,7 +534,7 @@ func TestErrors(t *testing.T) {
 		{"dataset palette", "dataset_stats", func() (*Figure, error) { return DatasetStatsOf(datasetData(), bad) }, "Palette"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f, err := c.build()
+			f, err := buildWithin(t, 30*time.Second, c.build)
 			if err == nil {
 				t.Fatalf("got a figure %q, want an error containing %q", f.Name, c.want)
 			}
@@ -544,5 +556,28 @@ func TestErrors(t *testing.T) {
 				t.Errorf("error %q does not contain %q", msg, c.want)
 			}
 		})
+	}
+}
+
+// buildWithin runs build and fails the test if it has not returned within
+// d: some data send gonum into an endless loop, which must be refused
+// before drawing, not hang the caller.
+func buildWithin(t *testing.T, d time.Duration, build func() (*Figure, error)) (*Figure, error) {
+	t.Helper()
+	type result struct {
+		f   *Figure
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := build()
+		done <- result{f, err}
+	}()
+	select {
+	case r := <-done:
+		return r.f, r.err
+	case <-time.After(d):
+		t.Fatalf("no answer after %v (gonum looping?)", d)
+		return nil, nil
 	}
 }

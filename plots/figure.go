@@ -66,7 +66,7 @@ func sourceLabel(source string) string {
 func sourceWords(source string) string {
 	switch {
 	case strings.HasPrefix(source, "model:"):
-		return "latencies simulated by the GPU model (source " + source + ")"
+		return "latencies simulated by the GPU model, source " + source
 	case strings.HasPrefix(source, "measured:"):
 		return "latencies measured on " + strings.TrimPrefix(source, "measured:")
 	default:

@@ -45,6 +45,9 @@ func TestSourceLabels(t *testing.T) {
 		{"model:h100", "(model:h100, simulated)", []string{"simulated"}, []string{"measured"}},
 		{"measured:a100", "(measured:a100, measured)", []string{"measured"}, []string{"simulated"}},
 		{"replay:x", "(replay:x)", nil, []string{"simulated", "measured"}},
+		{"model:h100, model:a100", "(model:h100, model:a100, simulated)", []string{"simulated"}, []string{"measured"}},
+		{"model:h100, measured:h100", "(model:h100, measured:h100, simulated and measured)", nil, nil},
+		{"model:h100, replay:x", "(model:h100, replay:x)", nil, []string{"simulated", "measured"}},
 	} {
 		for name, build := range builds {
 			f, err := build(c.source)
@@ -89,6 +92,7 @@ func TestEdgeCases(t *testing.T) {
 		wantNot []string // texts that must not
 		caption []string // caption substrings
 		noFirst bool     // the palette's first colour is not drawn
+		noElem  []string // text elements that must not appear
 	}{
 		{name: "cdf one value", build: func() (*Figure, error) {
 			return SpeedupCDF([]Series{{Name: "rl", X: []float64{1}}}, "model:h100", st)
@@ -113,7 +117,18 @@ func TestEdgeCases(t *testing.T) {
 		}, want: []string{"reward (mean)"}},
 		{name: "loss validation only, one series: no legend", build: func() (*Figure, error) {
 			return LossCurves(nil, val, st)
-		}, want: []string{"loss (nats/token)"}, wantNot: []string{"sft validation"}},
+		}, want: []string{"loss (nats/token)"}, noElem: []string{"validation"}},
+		{name: "loss one run named by role", build: func() (*Figure, error) {
+			tr, v := lossData()
+			tr[0].Name, v[0].Name = "train", "validation"
+			return LossCurves(tr, v, st)
+		}, want: []string{"training", "validation"}, wantNot: []string{"train training", "validation validation"}},
+		{name: "loss two runs", build: func() (*Figure, error) {
+			tr, v := lossData()
+			rl := Series{Name: "rl", X: tr[0].X, Y: tr[0].Y[1:]}
+			rl.X = rl.X[1:]
+			return LossCurves(append(tr, rl), v, st)
+		}, want: []string{"sft training", "rl training", "sft validation"}},
 		{name: "bars with a missing cell and different n", build: func() (*Figure, error) {
 			return FamilyCorrectness([]Bar{
 				{Group: "C2D", Series: "sft", Value: 0.5, N: 10},
@@ -142,6 +157,12 @@ func TestEdgeCases(t *testing.T) {
 			for _, w := range c.wantNot {
 				if strings.Contains(s, w) {
 					t.Errorf("text %q should not appear in %q", w, s)
+				}
+			}
+			elems, _ := svgText(f.SVG)
+			for _, w := range c.noElem {
+				if slices.Contains(elems, w) {
+					t.Errorf("text element %q should not appear in %q", w, elems)
 				}
 			}
 			for _, w := range c.caption {

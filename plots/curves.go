@@ -51,7 +51,10 @@ func xys(x, y []float64) plotter.XYs {
 // the step, y the loss in nats per token. A run's training series is a
 // thin solid line in a light tint of its colour; its validation series
 // (same Name) is the full colour, dashed, with markers at the evaluated
-// steps, drawn on top. Either list may be empty, not both.
+// steps, drawn on top; the legend reads "<Name> training", "<Name>
+// validation". With at most one series of each kind they are one run
+// whatever their names: one colour, legend "training" and "validation".
+// Either list may be empty, not both.
 func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 	const name = "loss_curves"
 	if err := st.validate(); err != nil {
@@ -82,8 +85,12 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 	leg := newLegend(l)
 
 	// A run keeps one colour for both its curves.
+	oneRun := len(train) <= 1 && len(validation) <= 1
 	colorOf := map[string]int{}
 	index := func(n string) int {
+		if oneRun {
+			return 0
+		}
 		if i, ok := colorOf[n]; ok {
 			return i
 		}
@@ -116,7 +123,7 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 			p.Add(pt)
 			thumbs = append(thumbs, pt)
 		}
-		entries = append(entries, entry{s.Name + " train", thumbs})
+		entries = append(entries, entry{runLabel(oneRun, s.Name, "training"), thumbs})
 	}
 	// Validation after training, so it is drawn on top.
 	for _, s := range validation {
@@ -130,7 +137,7 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 		ln.LineStyle.Dashes = dashes[1]
 		pts.GlyphStyle = l.glyphStyle(i)
 		p.Add(ln, pts)
-		entries = append(entries, entry{s.Name + " validation", []plot.Thumbnailer{ln, pts}})
+		entries = append(entries, entry{runLabel(oneRun, s.Name, "validation"), []plot.Thumbnailer{ln, pts}})
 	}
 	if len(entries) > 1 {
 		for _, e := range entries {
@@ -148,6 +155,15 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 		SVG:     svg,
 		PNG:     png,
 	}, nil
+}
+
+// runLabel is a loss curve's legend entry: its kind, after the run's name
+// when there are several runs.
+func runLabel(oneRun bool, run, kind string) string {
+	if oneRun {
+		return kind
+	}
+	return run + " " + kind
 }
 
 // RLCurves draws three stacked panels sharing the step axis: the mean

@@ -48,27 +48,53 @@ func figErr(name string, format string, args ...any) error {
 	return &Error{Figure: name, Err: fmt.Errorf(format, args...)}
 }
 
-// sourceLabel is how a latency source reads in an axis label: the source
-// string, then "simulated" for the GPU model's ("model:…"), "measured" for a
-// real device's ("measured:…"), and nothing more for any other.
-func sourceLabel(source string) string {
-	switch {
-	case strings.HasPrefix(source, "model:"):
-		return source + ", simulated"
-	case strings.HasPrefix(source, "measured:"):
-		return source + ", measured"
-	default:
-		return source
+// sourceKind is what a latency source's values are: "simulated" for the
+// GPU model's ("model:…"), "measured" for a real device's ("measured:…"),
+// "" for any other. A list of sources ("model:h100, model:a100", as a
+// stage joins several) is simulated or measured when all its sources are,
+// "simulated and measured" when both kinds appear, else "".
+func sourceKind(source string) string {
+	var model, measured, other bool
+	for _, s := range strings.Split(source, ",") {
+		switch s = strings.TrimSpace(s); {
+		case strings.HasPrefix(s, "model:"):
+			model = true
+		case strings.HasPrefix(s, "measured:"):
+			measured = true
+		default:
+			other = true
+		}
 	}
+	switch {
+	case other:
+		return ""
+	case model && measured:
+		return "simulated and measured"
+	case model:
+		return "simulated"
+	default:
+		return "measured"
+	}
+}
+
+// sourceLabel is how a latency source reads in an axis label: the source,
+// then its kind when it has one ("model:h100, simulated").
+func sourceLabel(source string) string {
+	if k := sourceKind(source); k != "" {
+		return source + ", " + k
+	}
+	return source
 }
 
 // sourceWords is sourceLabel for a caption sentence.
 func sourceWords(source string) string {
-	switch {
-	case strings.HasPrefix(source, "model:"):
+	switch sourceKind(source) {
+	case "simulated":
 		return "latencies simulated by the GPU model, source " + source
-	case strings.HasPrefix(source, "measured:"):
-		return "latencies measured on " + strings.TrimPrefix(source, "measured:")
+	case "measured":
+		return "latencies measured on a GPU, source " + source
+	case "simulated and measured":
+		return "latencies simulated by the GPU model and measured on a GPU, sources " + source
 	default:
 		return "latencies from " + source
 	}

@@ -107,7 +107,7 @@ func builderCases() []builderCase {
 			name:   "loss_curves",
 			build:  func(st Style) (*Figure, error) { return LossCurves(train, val, st) },
 			title:  "Training and validation loss",
-			labels: []string{"step", "loss (nats/token)", "sft train", "sft validation"},
+			labels: []string{"step", "loss (nats/token)", "training", "validation"},
 		},
 		{
 			name: "rl_curves",

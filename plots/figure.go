@@ -229,14 +229,25 @@ func render(name string, l look, drawFn func(c draw.Canvas)) (svg, png []byte, e
 	if _, err := sc.WriteTo(&sb); err != nil {
 		return nil, nil, figErr(name, "writing SVG: %w", err)
 	}
+	svg = bytes.ReplaceAll(sb.Bytes(), []byte(svgFont), []byte(svgFontFallback))
 	ic := vgimg.NewWith(vgimg.UseWH(l.width, l.height), vgimg.UseDPI(DPI), vgimg.UseBackgroundColor(color.White))
 	drawFn(draw.New(ic))
 	var pb bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: ic}).WriteTo(&pb); err != nil {
 		return nil, nil, figErr(name, "writing PNG: %w", err)
 	}
-	return sb.Bytes(), pb.Bytes(), nil
+	return svg, pb.Bytes(), nil
 }
+
+// The SVG names its one typeface, Liberation Sans, with no fallback: a
+// browser without it would draw the default serif, wider or narrower than
+// the text the layout measured. Arial and Helvetica have Liberation Sans'
+// metrics (that is Liberation's purpose), so they come next, then any
+// sans-serif.
+const (
+	svgFont         = "font-family:Liberation Sans;"
+	svgFontFallback = "font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"
+)
 
 // fillBackground paints the SVG white, as the PNG is: an SVG is transparent
 // by default, and a figure on a dark page would lose its black text.

@@ -279,6 +279,9 @@ func TestBuilders(t *testing.T) {
 				if !bytes.Contains(f.SVG, []byte(wantSize)) {
 					t.Errorf("%s: SVG does not declare its size %s", c.name, wantSize)
 				}
+				if !bytes.Contains(f.SVG, []byte(svgFontFallback)) || bytes.Contains(f.SVG, []byte(svgFont)) {
+					t.Errorf("%s: SVG text does not fall back to fonts with Liberation Sans' metrics (%s)", c.name, svgFontFallback)
+				}
 				hex := fmt.Sprintf("#%02X%02X%02X", palettes[palette][0].R, palettes[palette][0].G, palettes[palette][0].B)
 				if !bytes.Contains(f.SVG, []byte(hex)) {
 					t.Errorf("%s: SVG never uses the %s palette's first colour %s", c.name, palette, hex)

@@ -369,7 +369,7 @@ func TestStyleValidate(t *testing.T) {
 		{"negative height", func(s *Style) { s.Height = -4 }, []string{"Height", "positive"}},
 		{"NaN font", func(s *Style) { s.FontSize = math.NaN() }, []string{"FontSize", "positive"}},
 		{"infinite width", func(s *Style) { s.Width = math.Inf(1) }, []string{"Width"}},
-		{"huge width", func(s *Style) { s.Width = 1000 }, []string{"Width", "at most 30"}},
+		{"huge width", func(s *Style) { s.Width = 1000 }, []string{"Width", "at most 20"}},
 		{"huge font", func(s *Style) { s.FontSize = 200 }, []string{"FontSize", "at most 72"}},
 		{"unknown palette", func(s *Style) { s.Palette = "viridis" }, []string{"Palette", `"viridis"`, `"okabe-ito"`, `"tol"`}},
 		{"empty palette", func(s *Style) { s.Palette = "" }, []string{"Palette", `"okabe-ito"`, `"tol"`}},

@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +181,29 @@ func svgText(doc []byte) ([]string, error) {
 	return texts, nil
 }
 
+// svgSize is the width and height of an SVG document's root, in points.
+func svgSize(doc []byte) (w, h float64, err error) {
+	var root struct {
+		Width  string `xml:"width,attr"`
+		Height string `xml:"height,attr"`
+	}
+	if err := xml.Unmarshal(doc, &root); err != nil {
+		return 0, 0, err
+	}
+	parse := func(v string) (float64, error) {
+		n, ok := strings.CutSuffix(v, "pt")
+		if !ok {
+			return 0, fmt.Errorf("SVG size %q is not in points", v)
+		}
+		return strconv.ParseFloat(n, 64)
+	}
+	if w, err = parse(root.Width); err != nil {
+		return 0, 0, err
+	}
+	h, err = parse(root.Height)
+	return w, h, err
+}
+
 func figureDir(t *testing.T) string {
 	t.Helper()
 	if *outDir != "" {
@@ -241,11 +265,20 @@ func checkPNGColors(t *testing.T, f *Figure, st Style, first bool) {
 
 func TestBuilders(t *testing.T) {
 	dir := figureDir(t)
+	styles := map[string]Style{}
 	for _, palette := range paletteNames {
 		st := DefaultStyle()
 		st.Palette = palette
+		styles[palette] = st
+	}
+	// A small figure with small type, in a size that is not a whole number
+	// of inches: 675×465 px.
+	styles["small"] = Style{Width: 4.5, Height: 3.1, FontSize: 8, Palette: PaletteOkabeIto}
+	for _, sname := range []string{PaletteOkabeIto, PaletteTol, "small"} {
+		st := styles[sname]
+		palette := st.Palette
 		for _, c := range builderCases() {
-			t.Run(palette+"/"+c.name, func(t *testing.T) {
+			t.Run(sname+"/"+c.name, func(t *testing.T) {
 				f, err := c.build(st)
 				if err != nil {
 					t.Fatalf("%s: %v", c.name, err)
@@ -275,9 +308,11 @@ func TestBuilders(t *testing.T) {
 						t.Errorf("%s: SVG has no text %q; texts: %q", c.name, want, texts)
 					}
 				}
-				wantSize := fmt.Sprintf(`width="%gpt" height="%gpt"`, st.Width*72, st.Height*72)
-				if !bytes.Contains(f.SVG, []byte(wantSize)) {
-					t.Errorf("%s: SVG does not declare its size %s", c.name, wantSize)
+				w, h, err := svgSize(f.SVG)
+				if err != nil {
+					t.Errorf("%s: %v", c.name, err)
+				} else if math.Abs(w-st.Width*72) > 0.01 || math.Abs(h-st.Height*72) > 0.01 {
+					t.Errorf("%s: SVG is %gx%g pt, want %gx%g", c.name, w, h, st.Width*72, st.Height*72)
 				}
 				if !bytes.Contains(f.SVG, []byte(svgFontFallback)) || bytes.Contains(f.SVG, []byte(svgFont)) {
 					t.Errorf("%s: SVG text does not fall back to fonts with Liberation Sans' metrics (%s)", c.name, svgFontFallback)
@@ -287,7 +322,11 @@ func TestBuilders(t *testing.T) {
 					t.Errorf("%s: SVG never uses the %s palette's first colour %s", c.name, palette, hex)
 				}
 				checkPNG(t, f, st)
-				if palette == PaletteOkabeIto {
+				if sname == PaletteOkabeIto {
+					writeFigure(t, dir, f)
+				}
+				if sname == "small" && *outDir != "" {
+					f.Name = "small_" + f.Name
 					writeFigure(t, dir, f)
 				}
 			})

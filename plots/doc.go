@@ -6,10 +6,12 @@
 // # Figures
 //
 //   - LossCurves (loss_curves): training and validation loss per step, in
-//     nats per token; Series of (step, loss), matched by Name.
+//     nats per token; Series of (step, loss), a run's two matched by Name
+//     (one series of each kind is one run, whatever the names).
 //   - RLCurves (rl_curves): three stacked panels sharing the step axis:
 //     mean reward with a ± one std band, the correct rate, the KL to the
-//     reference policy; one value per step in each slice.
+//     reference policy; one value per step in each slice (rewardStd may be
+//     nil: no band).
 //   - SpeedupCDF (speedup_cdf): the empirical CDF of speedups over the
 //     baseline per Series (X holds the speedups), log x axis, a line at
 //     speedup 1; takes the latency source.

@@ -196,6 +196,16 @@ func Check(ctx context.Context, htmlPath, screenshotPath string) (*Result, error
 	u := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
 	res := &Result{URL: u}
 
+	// Start the browser first, on its own: a context whose start failed
+	// must not be used again (chromedp v0.23.1 then allocates a second time
+	// and panics closing a closed channel in its allocator's goroutine).
+	if err := chromedp.Do(bctx); err != nil {
+		err = fmt.Errorf("browsercheck: start %s: %w", exe, err)
+		if out := lastLines(stderr.String(), 5); out != "" && !strings.Contains(err.Error(), out) {
+			err = fmt.Errorf("%w (browser output: %s)", err, out)
+		}
+		return nil, err
+	}
 	// Collect the console from before the navigation until a sentinel
 	// message written after the last action: the iterator keeps the order
 	// of the messages, so every message of the page comes before it.
@@ -203,10 +213,6 @@ func Check(ctx context.Context, htmlPath, screenshotPath string) (*Result, error
 	messages := chromedp.Console(bctx)
 	var console []chromedp.ConsoleMessage // the goroutine's until done
 	done := make(chan error, 1)
-	startErr := chromedp.Do(bctx) // starts the browser
-	if startErr != nil {
-		return nil, fmt.Errorf("browsercheck: start %s: %w (browser output: %s)", exe, startErr, lastLines(stderr.String(), 5))
-	}
 	go func() {
 		for m, err := range messages {
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -179,7 +180,7 @@ func Check(ctx context.Context, htmlPath, screenshotPath string) (*Result, error
 	}
 	defer os.RemoveAll(profile)
 
-	var stderr bytes.Buffer
+	var stderr syncBuffer
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox,
@@ -310,6 +311,25 @@ func describe(img image.Image) Screenshot {
 	s.LumaVariance = ss / float64(len(luma))
 	s.NonBlank = s.Colors > 1 && s.LumaVariance > minVariance
 	return s
+}
+
+// syncBuffer is a bytes.Buffer safe for the browser's output goroutine to
+// write while Check reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // lastLines returns the last n lines of s, joined by " | ".

@@ -55,6 +55,10 @@ fi
 # they cannot be installed, those tests skip).
 scripts/slurm-packages.sh
 
+# Chromium for the browser check of the HTML report (internal/browsercheck;
+# never fails setup: where it cannot be installed, that test skips).
+scripts/chromium.sh
+
 # The gotch compatibility copy that go.mod's replace points to. It comes
 # first: until it exists, go.mod's replace names a missing directory and
 # `go mod download` fails.

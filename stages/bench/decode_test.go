@@ -1,12 +1,17 @@
 package bench_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"dragonx/internal/progress"
+	"dragonx/kernels/cudabench"
 	"dragonx/stages"
 	"dragonx/stages/bench"
 )
@@ -142,4 +147,23 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 			t.Errorf("%q does not change the params", body)
 		}
 	}
+}
+
+// TestCUDAWithoutGPU: target cuda on a machine without a GPU fails before
+// any work (no input placed), saying why.
+func TestCUDAWithoutGPU(t *testing.T) {
+	if dev, err := cudabench.CheckGPU(context.Background(), cudabench.Options{}); err == nil {
+		t.Skipf("this machine has a GPU (%s)", dev)
+	}
+	s := stageOf(t, "  target = \"cuda\"\n  baselines = [\"unscheduled\"]")
+	rc := &stages.RunContext{Dir: t.TempDir(), Log: io.Discard, Progress: progress.Nop{}, Key: "test",
+		Materialize: func(context.Context, string, string) error {
+			t.Error("an input was placed before the GPU check")
+			return errors.New("no")
+		}}
+	err := s.Run(context.Background(), rc)
+	if err == nil || !strings.Contains(err.Error(), "bench: target cuda: ") {
+		t.Fatalf("target cuda without a GPU: %v", err)
+	}
+	t.Log(err)
 }

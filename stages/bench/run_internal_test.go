@@ -213,6 +213,11 @@ func testSpec() Spec {
 // runFake runs the benchmark of sp on the test inputs in a fresh directory
 // and returns the outputs and the rows the fake models sampled.
 func runFake(t *testing.T, sp Spec, stateDir string) (map[string][]byte, int) {
+	return runFakeShards(t, sp, stateDir, 1)
+}
+
+// runFakeShards is runFake in n shards.
+func runFakeShards(t *testing.T, sp Spec, stateDir string, n int) (map[string][]byte, int) {
 	t.Helper()
 	dir := t.TempDir()
 	writeInputs(t, dir)
@@ -224,7 +229,12 @@ func runFake(t *testing.T, sp Spec, stateDir string) (map[string][]byte, int) {
 	ld := &fakeLoader{voc: voc, spaces: map[string]*sample.Space{}}
 	var log bytes.Buffer
 	j := &job.Job{Kind: "bench", Version: Version, Spec: spec, Dir: dir, StateDir: stateDir, Shards: 1}
-	err = runJob(context.Background(), j, &job.Env{Progress: progress.Nop{}, Log: &log}, func(int, int64, func(string, ...any)) (Loader, error) { return ld, nil })
+	newLoader := func(int, int64, func(string, ...any)) (Loader, error) { return ld, nil }
+	if n > 1 {
+		err = runShards(context.Background(), sp, spec, dir, stateDir, "", newLoader, n, progress.Nop{}, &log)
+	} else {
+		err = runJob(context.Background(), j, &job.Env{Progress: progress.Nop{}, Log: &log}, newLoader)
+	}
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, log.String())
 	}
@@ -396,6 +406,34 @@ func TestRunFake(t *testing.T) {
 	other.Seed = 2
 	if _, n := runFake(t, other, state); n == 0 {
 		t.Error("a run of another seed sampled nothing: it used the state of seed 1")
+	}
+}
+
+// TestRunFakeShards: 2 and 3 shards (with 3, at least one has no task: the
+// test files have two workloads) give the bytes of one; a sharded run
+// resumes from its shards' states.
+func TestRunFakeShards(t *testing.T) {
+	sp := testSpec()
+	sp.Baselines = []string{BaselineUnscheduled, BaselineSearch}
+	want, rows := runFake(t, sp, "")
+	for _, n := range []int{2, 3} {
+		got, _ := runFakeShards(t, sp, "", n)
+		for name, b := range want {
+			if !bytes.Equal(b, got[name]) {
+				t.Errorf("%s differs between 1 and %d shards", name, n)
+			}
+		}
+	}
+	state := t.TempDir()
+	runFakeShards(t, sp, state, 2)
+	got, again := runFakeShards(t, sp, state, 2)
+	if again != 0 || rows == 0 {
+		t.Errorf("the rerun of a finished sharded run sampled %d rows (a fresh run %d)", again, rows)
+	}
+	for name, b := range want {
+		if !bytes.Equal(b, got[name]) {
+			t.Errorf("%s differs after a sharded resume", name)
+		}
 	}
 }
 

@@ -74,8 +74,9 @@ func outputsOf(t *testing.T, dir string) map[string][]byte {
 // TestTorchEndToEnd runs encode, a tiny sft and bench (two policies of a
 // tiny model, constrained, numeric gate; two baselines) through the engine
 // and dragonx-torch, checks the outputs' schema and invariants, then reruns
-// bench alone: interrupted after its first group and resumed, and with
-// another batch size and thread count; the outputs must be the same bytes.
+// bench alone: interrupted after its first group and resumed, with
+// another batch size and thread count, and in two shards; the outputs must
+// be the same bytes.
 func TestTorchEndToEnd(t *testing.T) {
 	cfg := loadTestdata(t, func(s string) string { return s })
 	root := t.TempDir()
@@ -190,5 +191,29 @@ func TestTorchEndToEnd(t *testing.T) {
 	}
 	for _, m := range regexp.MustCompile(`policy \w+: \d+ attempts at .*`).FindAllString(log3.String(), -1) {
 		t.Log(m)
+	}
+
+	// Two shards, each a dragonx-torch job: the same bytes.
+	cfg2 := loadTestdata(t, func(s string) string {
+		return strings.Replace(s, "batch       = 4", "batch       = 4\n  shards      = 2", 1)
+	})
+	var st2 *Stage
+	for _, inst := range cfg2.Instances {
+		if s, ok := inst.Stage.(*Stage); ok {
+			st2 = s
+		}
+	}
+	if st2.Shards() != 2 {
+		t.Fatal("the shards were not changed")
+	}
+	var log4 bytes.Buffer
+	rc4 := &stages.RunContext{Dir: t.TempDir(), Log: &log4, StateDir: t.TempDir(), Key: "test", Materialize: materialize, Progress: progress.Nop{}}
+	if err := st2.Run(context.Background(), rc4); err != nil {
+		t.Fatalf("2 shards: %v\nlog:\n%s", err, log4.String())
+	}
+	for name, b := range outputsOf(t, rc4.Dir) {
+		if !bytes.Equal(b, want[name]) {
+			t.Errorf("%s with 2 shards differs from 1 shard's", name)
+		}
 	}
 }

@@ -254,6 +254,9 @@ type run struct {
 
 	mu          sync.Mutex
 	done, total int
+
+	basesMu sync.Mutex
+	bases   map[string]*once[*float64]
 }
 
 // progress reports a finished group of name's, with that entry's ETA.
@@ -280,8 +283,15 @@ func (r *run) todo(name string) []*Task {
 	return out
 }
 
-// baselineUS returns the task's baseline latency in µs (nil without one).
+// baselineUS returns the task's baseline latency in µs (nil without one),
+// judged once.
 func (r *run) baselineUS(ctx context.Context, t *Task) (*float64, error) {
+	return onceOf(&r.basesMu, &r.bases, t.Name()).get(func() (*float64, error) { return r.judgeBaseline(ctx, t) })
+}
+
+// judgeBaseline judges the task's baseline: the unscheduled kernel for a
+// construction task, the prompt's script for a refinement prompt.
+func (r *run) judgeBaseline(ctx context.Context, t *Task) (*float64, error) {
 	w, err := r.js.workload(t)
 	if err != nil {
 		return nil, err

@@ -135,15 +135,20 @@ type fakeLoader struct {
 }
 
 type fakeModel struct {
-	l   *fakeLoader
-	cut bool
+	l       *fakeLoader
+	cut     bool
+	context int
 }
 
 func (l *fakeLoader) Load(path string, voc *vocab.Vocab) (Model, error) {
-	return &fakeModel{l: l, cut: strings.Contains(path, "policy-cut")}, nil
+	m := &fakeModel{l: l, cut: strings.Contains(path, "policy-cut"), context: 4096}
+	if strings.Contains(path, "policy-short") {
+		m.context = 200 // shorter than the refinement prompts (234 tokens)
+	}
+	return m, nil
 }
 func (l *fakeLoader) Close()      {}
-func (m *fakeModel) Context() int { return 4096 }
+func (m *fakeModel) Context() int { return m.context }
 func (m *fakeModel) Close()       {}
 
 func (m *fakeModel) SampleRows(ctx context.Context, rows []dragon.SampleRow, opts dragon.SampleOptions) ([]dragon.Sample, error) {
@@ -434,6 +439,28 @@ func TestRunFakeShards(t *testing.T) {
 		if !bytes.Equal(b, got[name]) {
 			t.Errorf("%s differs after a sharded resume", name)
 		}
+	}
+}
+
+// TestRunShortContext: a prompt that fills the model's context gets
+// failed attempts (phase decode, "not sampled"), as many as the others.
+func TestRunShortContext(t *testing.T) {
+	sp := testSpec()
+	sp.Policies = []Policy{{Name: "short", Checkpoint: inputDir + "/policy-short.ckpt"}}
+	sp.Baselines = nil
+	out, _ := runFake(t, sp, "")
+	checkInvariants(t, sp, out, 6)
+	skipped := map[string]int{}
+	for _, a := range readAttempts(t, out[AttemptsFile]) {
+		if strings.HasPrefix(a.Error, "not sampled: the prompt of ") && strings.HasSuffix(a.Error, "leaves no room in the context of 200") {
+			if a.Phase != "decode" || a.OK || a.Tokens != 0 {
+				t.Errorf("a prompt too long: %+v", a)
+			}
+			skipped[a.Task]++
+		}
+	}
+	if skipped[KindConstruction] != 0 || skipped[KindRefinement] != 4*sp.rowsPerTask() {
+		t.Errorf("attempts not sampled for a long prompt, per task kind: %v", skipped)
 	}
 }
 

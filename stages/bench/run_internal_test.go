@@ -350,11 +350,6 @@ func TestRunFake(t *testing.T) {
 	sp := testSpec()
 	first, rows := runFake(t, sp, "")
 	checkInvariants(t, sp, first, 6)
-	if os.Getenv("BENCH_DUMP") != "" {
-		os.WriteFile("/tmp/bench-dump-attempts.jsonl", first[AttemptsFile], 0o644)
-		os.WriteFile("/tmp/bench-dump-summary.json", first[SummaryFile], 0o644)
-		os.WriteFile("/tmp/bench-dump-per_task.csv", first[PerTaskFile], 0o644)
-	}
 	atts := readAttempts(t, first[AttemptsFile])
 	// The model that never writes <eos> is never correct; the other is
 	// sometimes; the unscheduled kernel and the dataset's best always

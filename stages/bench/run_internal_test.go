@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -475,8 +474,5 @@ func TestRunBaselinesOnly(t *testing.T) {
 	err := runJob(context.Background(), &job.Job{Kind: "bench", Version: Version, Spec: spec, Dir: dir, Shards: 1}, &job.Env{Progress: progress.Nop{}, Log: &bytes.Buffer{}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "dragonx-torch") {
 		t.Errorf("policies without libtorch: %v", err)
-	}
-	if errors.Is(err, context.Canceled) {
-		t.Error("wrong error")
 	}
 }

@@ -21,8 +21,34 @@
 //
 // It does not allow a script outside the design space (another order of
 // instructions, another sketch structure): the model writes scripts of
-// the space it was trained on. Whether the postprocessors then accept the
-// schedule (GPU limits) is the verdict's business, not the grammar's.
+// the space it was trained on. By default, whether the postprocessors then
+// accept the schedule (GPU limits) is the verdict's business, not the
+// grammar's.
+//
+// # Thread limits
+//
+// With WithThreadLimits, a decision value is allowed only if the script
+// can still be completed so that VerifyGPUCode's thread checks pass (with
+// postproc.CUDALimits): each block annotated with
+// meta_schedule.thread_extent_low/high_inclusive (MultiLevelTiling's)
+// runs on a number of threads within its range, each threadIdx-bound
+// loop has at most MaxThreadsPerBlock iterations, each vthread-bound loop
+// at most MaxVThread. The extents are derived from each sketch when the
+// grammar is built: the trace's Split, Fuse and Bind instructions tell
+// which tile factors (or categorical values) multiply into each
+// thread-bound loop, and GetLoops which block's loops they are. The
+// feasibility is exact given the divisors: the decisions after the
+// current one are summarised by the products they can reach, and a factor
+// is allowed iff some completion of its tile and of those decisions lands
+// within every range. A sketch none of whose scripts fits is left out.
+//
+// It does not cover VerifyGPUCode's shared-memory bound, its vector-width
+// bound, nor a kernel whose distinct threadIdx tags multiply beyond the
+// maximum (MultiLevelTiling, AutoBind and CrossThreadReduction bind
+// threadIdx.x only), nor a thread extent that is not a product of
+// decisions and constants (a Split's inferred None part, a
+// warp_execution block): those are left to the verdict. Nor does it
+// cover the other postprocessors (DisallowDynamicLoop).
 //
 // # Use
 //

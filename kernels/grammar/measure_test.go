@@ -155,4 +155,3 @@ func reasonOf(e string) string {
 	}
 	return e
 }
-

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"dragonx/kernels/judge"
 	"dragonx/kernels/numeric"
@@ -71,14 +72,17 @@ func TestMeasureLimits(t *testing.T) {
 		if limited {
 			opts = append(opts, WithThreadLimits())
 		}
-		total, pass, numTried, numPass, noGrammar := 0, 0, 0, 0, 0
+		total, pass, numTried, numPass, noGrammar, tokens := 0, 0, 0, 0, 0, 0
+		var walking, building time.Duration
 		reasons := map[string]int{}
 		for wi, spec := range specs {
 			f, err := spec.Build()
 			if err != nil {
 				t.Fatal(err)
 			}
+			t0 := time.Now()
 			g, err := New(ctx, f, v, 1, opts...)
+			building += time.Since(t0)
 			if err != nil {
 				t.Logf("%s: %v", spec.Label(), err)
 				noGrammar++
@@ -97,7 +101,10 @@ func TestMeasureLimits(t *testing.T) {
 			for w := 0; w < walks; w++ {
 				r := rand.New(rand.NewPCG(uint64(wi), uint64(w)))
 				st := g.Start()
+				t0 := time.Now()
 				walkState(t, st, r)
+				walking += time.Since(t0)
+				tokens += len(st.Tokens())
 				total++
 				res, err := jv.Judge(ctx, st.Tokens())
 				if err != nil {
@@ -125,6 +132,8 @@ func TestMeasureLimits(t *testing.T) {
 		}
 		t.Logf("limits %v: %d workloads (%d without a grammar), %d walks: %d pass verify (%.1f%%); numeric on %d of those: %d pass",
 			limited, len(specs), noGrammar, total, pass, 100*float64(pass)/float64(total), numTried, numPass)
+		t.Logf("  grammars built in %v; walks: %d tokens in %v, %.2f µs a token (Allowed and Feed)",
+			building.Round(time.Millisecond), tokens, walking.Round(time.Millisecond), float64(walking.Microseconds())/float64(tokens))
 		for k, n := range reasons {
 			t.Logf("  %5d  %s", n, k)
 		}

@@ -90,7 +90,7 @@ type limitModel struct {
 	cons     []constraint
 	comps    []*component
 	slotComp []int // component of each slot, -1 when none
-	// uncovered lists what the model leaves out (for tests and errors).
+	// uncovered lists the thread-bound loops the model leaves out.
 	uncovered []string
 }
 
@@ -103,9 +103,8 @@ type component struct {
 	// constraint k.
 	exp map[int][][]int
 	// after[i]: the products the decisions after slots[i] can give, capped
-	// at high+1; before: the same for all of them.
+	// at high+1.
 	after  [][][]int64
-	before [][]int64
 	low    []int64
 	high   []int64
 }
@@ -422,7 +421,6 @@ func (m *limitModel) components(vals []slotValues) error {
 			proj := comp.project(comp.slots[i], vals[comp.slots[i]])
 			set = comp.combine(proj, set)
 		}
-		comp.before = set
 		if !comp.feasible(start, set) {
 			var what []string
 			for _, c := range comp.cons {

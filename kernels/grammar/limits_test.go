@@ -237,6 +237,13 @@ func TestLimitsRandomWalk(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Every thread-bound loop of the CUDA rules' sketches is
+			// modelled.
+			for i, tm := range lim.templates {
+				if len(tm.lim.uncovered) > 0 {
+					t.Errorf("sketch %d: not covered: %v", i, tm.lim.uncovered)
+				}
+			}
 			for seed := 0; seed < walks; seed++ {
 				r := rand.New(rand.NewPCG(uint64(seed), 11))
 				st := lim.Start()

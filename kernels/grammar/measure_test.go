@@ -89,6 +89,11 @@ func TestMeasureLimits(t *testing.T) {
 				total += walks
 				continue
 			}
+			for i, tm := range g.templates {
+				if tm.lim != nil && len(tm.lim.uncovered) > 0 {
+					t.Logf("%s sketch %d: not covered: %v", spec.Label(), i, tm.lim.uncovered)
+				}
+			}
 			jv, err := judge.New(spec, judge.Options{Vocab: v})
 			if err != nil {
 				t.Fatal(err)

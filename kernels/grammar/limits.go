@@ -104,9 +104,9 @@ type component struct {
 	exp map[int][][]int
 	// after[i]: the products the decisions after slots[i] can give, capped
 	// at high+1.
-	after  [][][]int64
-	low    []int64
-	high   []int64
+	after [][][]int64
+	low   []int64
+	high  []int64
 }
 
 // buildLimits derives the thread limits of a template from its trace: the

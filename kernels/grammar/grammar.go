@@ -21,8 +21,34 @@
 //
 // It does not allow a script outside the design space (another order of
 // instructions, another sketch structure): the model writes scripts of
-// the space it was trained on. Whether the postprocessors then accept the
-// schedule (GPU limits) is the verdict's business, not the grammar's.
+// the space it was trained on. By default, whether the postprocessors then
+// accept the schedule (GPU limits) is the verdict's business, not the
+// grammar's.
+//
+// # Thread limits
+//
+// With WithThreadLimits, a decision value is allowed only if the script
+// can still be completed so that VerifyGPUCode's thread checks pass (with
+// postproc.CUDALimits): each block annotated with
+// meta_schedule.thread_extent_low/high_inclusive (MultiLevelTiling's)
+// runs on a number of threads within its range, each threadIdx-bound
+// loop has at most MaxThreadsPerBlock iterations, each vthread-bound loop
+// at most MaxVThread. The extents are derived from each sketch when the
+// grammar is built: the trace's Split, Fuse and Bind instructions tell
+// which tile factors (or categorical values) multiply into each
+// thread-bound loop, and GetLoops which block's loops they are. The
+// feasibility is exact given the divisors: the decisions after the
+// current one are summarised by the products they can reach, and a factor
+// is allowed iff some completion of its tile and of those decisions lands
+// within every range. A sketch none of whose scripts fits is left out.
+//
+// It does not cover VerifyGPUCode's shared-memory bound, its vector-width
+// bound, nor a kernel whose distinct threadIdx tags multiply beyond the
+// maximum (MultiLevelTiling, AutoBind and CrossThreadReduction bind
+// threadIdx.x only), nor a thread extent that is not a product of
+// decisions and constants (a Split's inferred None part, a
+// warp_execution block): those are left to the verdict. Nor does it
+// cover the other postprocessors (DisallowDynamicLoop).
 //
 // # Use
 //
@@ -55,8 +81,9 @@ type Grammar struct {
 	f         *ir.PrimFunc
 	templates []*template
 	nl, eos   int
-	open      int // [
-	close     int // ]
+	open      int  // [
+	close     int  // ]
+	limited   bool // WithThreadLimits
 }
 
 // template is one sketch as tokens: the script of one valid instantiation
@@ -65,6 +92,7 @@ type Grammar struct {
 type template struct {
 	toks  []int
 	slots []slot
+	lim   *limitModel // WithThreadLimits: the template's thread limits
 }
 
 // slot is one decision of a template: its tokens [start, end) in toks,
@@ -72,17 +100,25 @@ type template struct {
 type slot struct {
 	start, end int
 	inst       trace.Inst
+	index      int // of inst in the template's trace
 }
 
 // New builds the grammar of f's scripts: the design space (seed seeds the
 // rules' own samples, whose decisions are dropped) and one template per
-// sketch. v is the vocabulary the scripts are written in.
-func New(ctx context.Context, f *ir.PrimFunc, v *vocab.Vocab, seed int64) (*Grammar, error) {
+// sketch. v is the vocabulary the scripts are written in. With
+// WithThreadLimits, a sketch none of whose scripts keeps within the limits
+// is left out, and New fails (wrapping ErrNoScriptWithinLimits) when every
+// sketch is.
+func New(ctx context.Context, f *ir.PrimFunc, v *vocab.Vocab, seed int64, opts ...Option) (*Grammar, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
 	sp, err := sample.NewSpace(ctx, f, seed, sample.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("grammar: %w", err)
 	}
-	g := &Grammar{v: v, f: f}
+	g := &Grammar{v: v, f: f, limited: cfg.limits != nil}
 	for _, tok := range []struct {
 		s  string
 		id *int
@@ -93,19 +129,27 @@ func New(ctx context.Context, f *ir.PrimFunc, v *vocab.Vocab, seed int64) (*Gram
 		}
 		*tok.id = id
 	}
+	var outside []error
 	for k, sk := range sp.Sketches() {
-		t, err := g.template(ctx, sk)
+		t, err := g.template(ctx, sk, cfg)
+		if errors.Is(err, ErrNoScriptWithinLimits) {
+			outside = append(outside, fmt.Errorf("sketch %d: %w", k, err))
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("grammar: sketch %d: %w", k, err)
 		}
 		g.templates = append(g.templates, t)
+	}
+	if len(g.templates) == 0 && len(outside) > 0 {
+		return nil, fmt.Errorf("grammar: %w", errors.Join(outside...))
 	}
 	return g, nil
 }
 
 // template instantiates a sketch with fresh decisions (trying a few seeds
 // until one replays) and cuts its script into tokens and decision slots.
-func (g *Grammar) template(ctx context.Context, sk *trace.Trace) (*template, error) {
+func (g *Grammar) template(ctx context.Context, sk *trace.Trace, cfg config) (*template, error) {
 	for _, in := range sk.Insts {
 		if k, ok := trace.LookupKind(in.Kind); ok && k.Decision && !knownSampler(in.Kind) {
 			return nil, fmt.Errorf("sampling instruction %s has no decision rule in the grammar", in.Kind)
@@ -140,7 +184,12 @@ func (g *Grammar) template(ctx context.Context, sk *trace.Trace) (*template, err
 			if err != nil {
 				return nil, err
 			}
-			t.slots = append(t.slots, slot{start: len(before), end: len(upto), inst: tr.Insts[sp.Inst]})
+			t.slots = append(t.slots, slot{start: len(before), end: len(upto), inst: tr.Insts[sp.Inst], index: sp.Inst})
+		}
+		if cfg.limits != nil {
+			if t.lim, err = buildLimits(tr, t.slots, *cfg.limits); err != nil {
+				return nil, err
+			}
 		}
 		return t, nil
 	}
@@ -171,13 +220,21 @@ type cursor struct {
 	t    *template
 	pos  int
 	slot int
+	prod []int64 // WithThreadLimits: each limit's product of the decisions taken
 }
 
 // Start returns the state of an empty script.
 func (g *Grammar) Start() *State {
 	st := &State{g: g, dcd: encode.NewDecoder(g.f, encode.Options{}), nums: map[int64][]int{}}
 	for _, t := range g.templates {
-		st.live = append(st.live, cursor{t: t})
+		c := cursor{t: t}
+		if t.lim != nil {
+			c.prod = make([]int64, len(t.lim.cons))
+			for i, con := range t.lim.cons {
+				c.prod[i] = con.t.c
+			}
+		}
+		st.live = append(st.live, c)
 	}
 	return st
 }
@@ -234,6 +291,9 @@ func (st *State) Feed(tok int) error {
 		}
 		// The decision is complete; tok, if not its last token, is the
 		// literal after it.
+		if st.g.limited {
+			st.record(st.dec)
+		}
 		for i := range st.live {
 			st.live[i].pos = st.live[i].t.slots[st.live[i].slot].end
 			st.live[i].slot++
@@ -278,12 +338,13 @@ func (st *State) enter() error {
 	if i < 0 {
 		return nil
 	}
-	d, err := st.newDecision(st.live[i].t.slots[st.live[i].slot].inst)
+	in := st.live[i].t.slots[st.live[i].slot].inst
+	st.live = slices.DeleteFunc(st.live, func(c cursor) bool { return !at(c) })
+	d, err := st.newDecision(in)
 	if err != nil {
 		st.err = fmt.Errorf("grammar: %w", err)
 		return st.err
 	}
-	st.live = slices.DeleteFunc(st.live, func(c cursor) bool { return !at(c) })
 	st.dec = d
 	return nil
 }
@@ -330,6 +391,8 @@ type decision struct {
 	cands    []int64 // the values allowed for the number being written
 	typed    []int   // its tokens so far
 	last     bool    // the last token fed completed the decision
+	chosen   []int64 // the factors of a perfect tile written so far
+	val      int64   // a lone number, once complete
 }
 
 func (st *State) newDecision(in trace.Inst) (*decision, error) {
@@ -358,6 +421,7 @@ func (st *State) newDecision(in trace.Inst) (*decision, error) {
 		for i := range in.Attrs[0].Array {
 			d.cands = append(d.cands, int64(i))
 		}
+		st.filter(d)
 		return d, nil
 	case "SampleComputeLocation":
 		rv, ok := lookup[schedule.BlockRV](s, in.Inputs)
@@ -410,6 +474,7 @@ func (d *decision) setFactors(st *State) {
 		d.cands = append(d.cands, v)
 		return
 	}
+	defer st.filter(d)
 	left := d.n - d.k - 1
 	fits := func(inner int64) bool { return d.maxInner == -1 || inner <= d.maxInner }
 	add := func(x int64) {
@@ -469,7 +534,7 @@ func (d *decision) allowed(st *State, out []int) []int {
 				}
 			} else {
 				// A factor that a longer one extends: what may follow it.
-				nd := &decision{list: true, opened: true, n: d.n, k: d.k, rest: d.rest, maxInner: d.maxInner, symbolic: d.symbolic}
+				nd := &decision{list: true, opened: true, n: d.n, k: d.k, rest: d.rest, maxInner: d.maxInner, symbolic: d.symbolic, chosen: slices.Clone(d.chosen)}
 				nd.next(st, v)
 				out = nd.allowed(st, out)
 			}
@@ -505,6 +570,7 @@ func (d *decision) feed(st *State, tok int) bool {
 	}
 	// Not a continuation: the number typed so far is complete.
 	v, _ := d.complete(st)
+	d.val = v
 	if d.list {
 		// Only reached when a number could have been extended: tok
 		// starts the next number (or is the ']').
@@ -535,6 +601,7 @@ func (d *decision) next(st *State, v int64) {
 	if !d.symbolic && v > 0 {
 		d.rest /= v
 	}
+	d.chosen = append(d.chosen, v)
 	d.k++
 	d.setFactors(st)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,7 +59,8 @@ func walk(t testing.TB, g *Grammar, r *rand.Rand) []int {
 // TestRandomWalk: for every benchmark shape, random walks that always
 // pick an allowed token end (never a dead end) in a script that decodes
 // and replays on the workload; the log says how many the CUDA
-// postprocessors also accept (GPU limits are not the grammar's).
+// postprocessors also accept (without WithThreadLimits, GPU limits are
+// not the grammar's).
 func TestRandomWalk(t *testing.T) {
 	walks := 8
 	if testing.Short() {
@@ -199,11 +201,19 @@ func TestDecisionsConstrained(t *testing.T) {
 }
 
 // BenchmarkAllowed measures next-token sets per second along random walks
-// (each step: Allowed, then Feed of one of them), GMM/0 and C2D/0.
+// (each step: Allowed, then Feed of one of them), GMM/0, C2D/0 and C3D/0,
+// without and with WithThreadLimits (the "limits" runs).
 func BenchmarkAllowed(b *testing.B) {
-	for _, fam := range []string{"GMM", "C2D"} {
-		b.Run(fam, func(b *testing.B) {
-			_, _, g := setup(b, fam, 0)
+	for _, name := range []string{"GMM", "C2D", "C3D", "GMM/limits", "C2D/limits", "C3D/limits"} {
+		fam, limits, _ := strings.Cut(name, "/")
+		b.Run(name, func(b *testing.B) {
+			f, v, g := setup(b, fam, 0)
+			if limits != "" {
+				var err error
+				if g, err = New(context.Background(), f, v, 1, WithThreadLimits()); err != nil {
+					b.Fatal(err)
+				}
+			}
 			r := rand.New(rand.NewPCG(1, 2))
 			sets := 0
 			start := time.Now()

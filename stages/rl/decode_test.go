@@ -58,6 +58,8 @@ func TestDiagnostics(t *testing.T) {
 		{"eval target", "  eval {\n    target = \"a100-model\"\n  }", `unknown target "a100-model"`, 3},
 		{"duplicate block", "  reward {}\n  reward {}", "Duplicate reward block", 3},
 		{"eval constrained not a bool", "  eval {\n    constrained = 3\n  }", "Unsuitable value", 3},
+		{"gpu_limits without constrained", "  gpu_limits = true", "gpu_limits = true needs constrained = true", 2},
+		{"eval gpu_limits without constrained", "  eval {\n    gpu_limits = true\n  }", "eval.gpu_limits: true without constrained = true", 3},
 		{"input a number", "  kind = \"rl\"", "", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -138,6 +140,20 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 	}
 	if !stageOf(t, "  eval {\n    constrained = true\n  }").Spec().Eval.Constrained {
 		t.Error("eval.constrained = true did not reach the spec")
+	}
+	// gpu_limits false, on the stage or in eval, is as absent.
+	constrained := params(stageOf(t, "  constrained = true"))
+	if got := params(stageOf(t, "  constrained = true\n  gpu_limits = false")); got != constrained {
+		t.Errorf("gpu_limits = false changes the params:\n%s\n%s", got, constrained)
+	}
+	if got := params(stageOf(t, "  eval {\n    gpu_limits = false\n  }")); got != base {
+		t.Errorf("eval.gpu_limits = false changes the params:\n%s\n%s", got, base)
+	}
+	if got := params(stageOf(t, "  constrained = true\n  gpu_limits = true")); got == constrained || !strings.Contains(got, "gpu_limits=true") {
+		t.Errorf("gpu_limits = true: params\n%s\nwant them to differ from\n%s\nwith gpu_limits=true", got, constrained)
+	}
+	if sp := stageOf(t, "  constrained = true\n  gpu_limits = true\n  eval {\n    constrained = true\n    gpu_limits = true\n  }").Spec(); !sp.GPULimits || !sp.Eval.GPULimits {
+		t.Errorf("gpu_limits = true did not reach the spec: %v, eval %v", sp.GPULimits, sp.Eval.GPULimits)
 	}
 	for _, body := range []string{"  reward {\n    bonus = \"rank_in_group\"\n  }", "  constrained = true", "  eval {\n    constrained = true\n  }", "  construction_share = 0.25", "  grpo {\n    beta = 0\n  }"} {
 		if got := params(stageOf(t, body)); got == base {

@@ -11,7 +11,8 @@ import (
 // prompts builds the trainer's prompt list from the mixed tasks: each
 // prompt's MaxNew is max_new or what its prompt leaves of the context; a
 // prompt that leaves no room is dropped. With constrained, each prompt
-// gets its workload's grammar (one per workload, built on first use).
+// gets its workload's grammar (one per workload, built on first use),
+// keeping within the GPU's thread limits with gpu_limits.
 func prompts(ctx context.Context, sp Spec, tasks []Task, voc *vocab.Vocab, ctxLen int) ([]grpo.Prompt, int) {
 	grammars := map[string]*sft.LazyGrammar{}
 	var out []grpo.Prompt
@@ -30,7 +31,7 @@ func prompts(ctx context.Context, sp Spec, tasks []Task, voc *vocab.Vocab, ctxLe
 				// Built inside a step, which is never cut short: an
 				// interruption must not fail a row (the step would differ
 				// from an uninterrupted run's).
-				lg = sft.NewLazyGrammar(context.WithoutCancel(ctx), t.Spec, "task "+t.ID, voc, sp.Seed)
+				lg = sft.NewLazyGrammar(context.WithoutCancel(ctx), t.Spec, "task "+t.ID, voc, sp.Seed, sft.GrammarOptions(sp.GPULimits)...)
 				grammars[key] = lg
 			}
 			p.Constraint = sft.GrammarConstraint(lg)

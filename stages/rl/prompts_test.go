@@ -2,6 +2,8 @@ package rl
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"dragonx/kernels/judge"
@@ -94,5 +96,70 @@ func TestPromptsAndGrammar(t *testing.T) {
 	}
 	if again := write(0); len(again) != len(first) {
 		t.Errorf("row 0's second sample has %d tokens, its first %d", len(again), len(first))
+	}
+}
+
+// TestPromptsGPULimits: with gpu_limits, the grammar each prompt samples
+// under keeps the scripts within the GPU's thread limits: a row that
+// always takes the first allowed token (the smallest tile factors) writes
+// a script VerifyGPUCode does not reject for its threads, where without
+// gpu_limits some prompt's script is.
+func TestPromptsGPULimits(t *testing.T) {
+	tasks, _ := readTestTasks(t)
+	voc, err := vocab.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	eos, _ := voc.ID(vocab.EOS)
+	threadsRejected := func(limits bool) int {
+		sp := Spec{GRPO: defaultGRPO(), ConstructionShare: 0.5, Seed: 1, Constrained: true, GPULimits: limits}
+		sp.GRPO.MaxNew = 2000
+		ps, _ := prompts(ctx, sp, tasks, voc, 4000)
+		n := 0
+		for _, p := range ps {
+			var spec *Task
+			for i := range tasks {
+				if tasks[i].ID == p.ID {
+					spec = &tasks[i]
+				}
+			}
+			j, err := judge.New(spec.Spec, judge.Options{Until: verdict.PhaseVerify, Vocab: voc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gen []int
+			for len(gen) == 0 || gen[len(gen)-1] != eos {
+				allow := make([]bool, voc.VocabSize())
+				for i := range allow {
+					allow[i] = true
+				}
+				if err := p.Constraint(0, p.Tokens, gen, allow); err != nil {
+					t.Fatalf("prompt %s after %d tokens: %v", p.ID, len(gen), err)
+				}
+				next := slices.Index(allow, true)
+				if next < 0 || len(gen) > 4000 {
+					t.Fatalf("prompt %s after %d tokens: nothing allowed", p.ID, len(gen))
+				}
+				gen = append(gen, next)
+			}
+			r, err := j.Judge(ctx, gen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Phase == verdict.PhaseVerify && !r.OK && (strings.Contains(r.Error, "thread") || strings.Contains(r.Error, "vthreads")) {
+				n++
+				if limits {
+					t.Errorf("gpu_limits: prompt %s: %s", p.ID, r.Error)
+				}
+			}
+		}
+		return n
+	}
+	if threadsRejected(true) != 0 {
+		return
+	}
+	if threadsRejected(false) == 0 {
+		t.Error("without gpu_limits no prompt's script is rejected for its threads: the test shows nothing")
 	}
 }

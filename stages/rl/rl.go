@@ -31,11 +31,11 @@ import (
 //	  refinement   = stage.harvest.out.refinement
 //	  heldout      = stage.encode.out.heldout        # evaluation only
 //	  vocab        = stage.encode.out.vocab
-//	  seed = 1  threads = 2  constrained = false  construction_share = 0.5
+//	  seed = 1  threads = 2  constrained = false  gpu_limits = false  construction_share = 0.5
 //	  grpo   { steps = 200  prompts = 4  group = 8  mu = 1  epsilon = 0.2  beta = 0.04
 //	           temperature = 1  max_new = 768  lr = 2e-5 }
 //	  reward { gate = "numeric"  bonus = "log_speedup"  baseline = "prompt"  target = "h100-model" }
-//	  eval   { tasks = 20  max_new = 768  numeric = true  target = "h100-model"  constrained = false }
+//	  eval   { tasks = 20  max_new = 768  numeric = true  target = "h100-model"  constrained = false  gpu_limits = false }
 //	}
 
 // Version is the kind's version; bump it when the same parameters would give
@@ -162,6 +162,9 @@ type Spec struct {
 	// Constrained samples under the script grammar (kernels/grammar) of
 	// each task's workload.
 	Constrained bool `json:"constrained"`
+	// GPULimits makes that grammar also keep the samples within the GPU's
+	// thread limits (grammar.WithThreadLimits); it needs Constrained.
+	GPULimits bool `json:"gpu_limits,omitempty"`
 	// ConstructionShare is the share of construction tasks among the
 	// prompts (MixTasks).
 	ConstructionShare float64      `json:"construction_share"`
@@ -207,6 +210,7 @@ var schema = &hcl.BodySchema{
 		{Name: "seed"},
 		{Name: "threads"},
 		{Name: "constrained"},
+		{Name: "gpu_limits"},
 		{Name: "construction_share"},
 		{Name: "checkpoint_every"},
 	},
@@ -271,6 +275,12 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		return ""
 	})
 	decodeAttr("constrained", &sp.Constrained, nil)
+	decodeAttr("gpu_limits", &sp.GPULimits, func() string {
+		if sp.GPULimits && !sp.Constrained {
+			return "gpu_limits = true needs constrained = true: the GPU's thread limits are kept by the script grammar the samples are drawn under."
+		}
+		return ""
+	})
 	decodeAttr("construction_share", &sp.ConstructionShare, func() string {
 		if !(sp.ConstructionShare >= 0 && sp.ConstructionShare <= 1) {
 			return fmt.Sprintf("construction_share is %v; want the share of construction tasks among the prompts, in [0, 1] (the rest are refinement prompts).", sp.ConstructionShare)
@@ -309,13 +319,22 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 
 	// Params, in a fixed order. checkpoint_every is not one: it cannot
 	// change the outputs. The inputs enter the key through their digests.
-	for _, p := range []struct {
+	// gpu_limits is one only when true, so that the keys of stages without
+	// it do not change.
+	params := []struct {
 		name string
 		v    any
 	}{
 		{"seed", sp.Seed}, {"threads", sp.Threads}, {"constrained", sp.Constrained}, {"construction_share", sp.ConstructionShare},
 		{"grpo", sp.GRPO}, {"reward", sp.Reward}, {"eval", sp.Eval},
-	} {
+	}
+	if sp.GPULimits {
+		params = append(params, struct {
+			name string
+			v    any
+		}{"gpu_limits", true})
+	}
+	for _, p := range params {
 		prm, err := stages.GoParam(p.name, p.v)
 		if err != nil {
 			return nil, append(diags, diag("Invalid "+p.name, err.Error()+".", dc.DeclRange))
@@ -333,7 +352,7 @@ var upstreamOf = map[string]string{
 }
 
 // Params returns seed, threads, constrained, construction_share, grpo,
-// reward and eval.
+// reward and eval, and gpu_limits when it is true.
 func (s *Stage) Params() []stages.Param { return s.params }
 
 // Inputs returns checkpoint, train, construction, refinement, heldout and

@@ -312,6 +312,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 			StepSeconds: stepTime.Seconds(), WallSeconds: time.Since(start).Seconds(), EvalSeconds: sampleTime.Seconds(),
 			SampleSeconds: byPhase.SampleSeconds, RewardSeconds: byPhase.RewardSeconds, ScoreSeconds: byPhase.ScoreSeconds, UpdateSeconds: byPhase.UpdateSeconds}}
 	m.Heldout.Constrained = sp.Eval.Constrained
+	m.Heldout.GPULimits = sp.Eval.GPULimits
 	for _, s := range samples {
 		if r := s.Judgement; r != nil && r.Verdict != nil && r.OK && r.LatencyS != nil {
 			m.Correct = append(m.Correct, CorrectAttempt{Task: s.Task, Index: s.Index, Hash: s.Hash, LatencyS: *r.LatencyS, LatencySource: r.LatencySource})

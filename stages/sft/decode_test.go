@@ -67,6 +67,8 @@ func TestDiagnostics(t *testing.T) {
 		{"duplicate block", "  model {}\n  model {}", "Duplicate model block", 3},
 		{"eval constrained not a bool", "  eval {\n    constrained = \"grammar\"\n  }", "Unsuitable value", 3},
 		{"constrained on the stage", "  constrained = true", "Unsupported argument", 2},
+		{"gpu_limits without constrained", "  eval {\n    gpu_limits = true\n  }", "eval.gpu_limits: true without constrained = true", 3},
+		{"gpu_limits not a bool", "  eval {\n    constrained = true\n    gpu_limits = 2\n  }", "Unsuitable value", 4},
 		{"input not a path", "  kind = \"sft\"", "", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -208,5 +210,16 @@ func TestEvalConstrainedKey(t *testing.T) {
 	}
 	if !cfg.Instances[0].Stage.(*sft.Stage).Spec().Eval.Constrained {
 		t.Error("constrained = true did not reach the spec")
+	}
+	// gpu_limits: false is as absent; true is in the key and the spec.
+	if got, want := evalParam("  eval {\n    constrained = true\n    gpu_limits = false\n  }"), evalParam("  eval {\n    constrained = true\n  }"); got != want {
+		t.Errorf("gpu_limits = false: eval param %s; want %s", got, want)
+	}
+	limited := "  eval {\n    constrained = true\n    gpu_limits = true\n  }"
+	if got := evalParam(limited); !strings.Contains(got, `"gpu_limits":true`) {
+		t.Errorf("gpu_limits = true: eval param %s; want \"gpu_limits\":true", got)
+	}
+	if cfg, _ := load(t, stageSrc(limited)); cfg == nil || !cfg.Instances[0].Stage.(*sft.Stage).Spec().Eval.GPULimits {
+		t.Error("gpu_limits = true did not reach the spec")
 	}
 }

@@ -92,7 +92,7 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 			if err != nil {
 				return nil, err
 			}
-			lg = NewLazyGrammar(ctx, spec, fmt.Sprintf("held-out %s task %d", h.Task, h.Index), voc, sp.Seed)
+			lg = NewLazyGrammar(ctx, spec, fmt.Sprintf("held-out %s task %d", h.Task, h.Index), voc, sp.Seed, GrammarOptions(sp.Eval.GPULimits)...)
 			grammars[string(h.Workload)] = lg
 		}
 		return GrammarConstraint(lg), nil

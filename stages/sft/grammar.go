@@ -22,16 +22,27 @@ type LazyGrammar struct {
 	name string
 	voc  *vocab.Vocab
 	seed int64
+	opts []grammar.Option
 
 	mu  sync.Mutex
 	g   *grammar.Grammar
 	err error
 }
 
-// NewLazyGrammar returns the grammar of spec's scripts, built with ctx on
-// the first Get; name says whose grammar it is in errors (e.g. "task 3").
-func NewLazyGrammar(ctx context.Context, spec *workload.Spec, name string, voc *vocab.Vocab, seed int64) *LazyGrammar {
-	return &LazyGrammar{ctx: ctx, spec: spec, name: name, voc: voc, seed: seed}
+// NewLazyGrammar returns the grammar of spec's scripts, built with ctx and
+// opts (grammar.WithThreadLimits) on the first Get; name says whose grammar
+// it is in errors (e.g. "task 3").
+func NewLazyGrammar(ctx context.Context, spec *workload.Spec, name string, voc *vocab.Vocab, seed int64, opts ...grammar.Option) *LazyGrammar {
+	return &LazyGrammar{ctx: ctx, spec: spec, name: name, voc: voc, seed: seed, opts: opts}
+}
+
+// GrammarOptions returns the grammar options of a stage's attributes:
+// grammar.WithThreadLimits with gpu_limits = true.
+func GrammarOptions(gpuLimits bool) []grammar.Option {
+	if gpuLimits {
+		return []grammar.Option{grammar.WithThreadLimits()}
+	}
+	return nil
 }
 
 // Get builds the grammar on its first call and returns it, or why it could
@@ -42,7 +53,7 @@ func (l *LazyGrammar) Get() (*grammar.Grammar, error) {
 	if l.g == nil && l.err == nil {
 		f, err := l.spec.Build()
 		if err == nil {
-			l.g, err = grammar.New(l.ctx, f, l.voc, l.seed)
+			l.g, err = grammar.New(l.ctx, f, l.voc, l.seed, l.opts...)
 		}
 		if err != nil {
 			l.err = fmt.Errorf("the grammar of %s: %w", l.name, err)

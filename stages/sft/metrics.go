@@ -137,6 +137,9 @@ type HeldoutFigures struct {
 	// Constrained says the samples were drawn under their workload's
 	// script grammar (eval.constrained).
 	Constrained bool `json:"constrained"`
+	// GPULimits says the grammar also kept them within the GPU's thread
+	// limits (eval.gpu_limits); absent when it did not.
+	GPULimits bool `json:"gpu_limits,omitempty"`
 	// Phases are the judge's phases, in order.
 	Phases       []verdict.Phase `json:"phases"`
 	Construction TaskFigures     `json:"construction"`

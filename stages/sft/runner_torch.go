@@ -204,6 +204,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	m.Speed.SampleSeconds, m.Speed.SampledTokens = sampleTime.Seconds(), sampled
 	m.Heldout = summarize(samples, phases)
 	m.Heldout.Constrained = sp.Eval.Constrained
+	m.Heldout.GPULimits = sp.Eval.GPULimits
 	if err := writeAtomic(filepath.Join(j.Dir, "samples.jsonl"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)

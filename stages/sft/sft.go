@@ -11,7 +11,7 @@
 //	  seed = 1  threads = 2  validation = 0.05  overlong = "drop"
 //	  model     { layers = 4  width = 256  heads = 8  context = 1024  dropout = 0.1 }
 //	  optimizer { steps = 2000  batch = 16  lr = 1e-3  min_lr = 1e-4  warmup = 100 }
-//	  eval      { tasks = 20  max_new = 768  numeric = true  target = "h100-model"  constrained = false }
+//	  eval      { tasks = 20  max_new = 768  numeric = true  target = "h100-model"  constrained = false  gpu_limits = false }
 //	}
 //
 // Training needs libtorch, which dragonx does not link: Run hands the work
@@ -88,6 +88,10 @@ type EvalSpec struct {
 	// constrained = true. Left out of the key when false (omitempty), so
 	// that the keys of experiments without it do not change.
 	Constrained bool `hcl:"constrained,optional" json:"constrained,omitempty"`
+	// GPULimits makes the grammar of constrained samples also keep them
+	// within the GPU's thread limits (grammar.WithThreadLimits); it needs
+	// constrained. Left out of the key when false.
+	GPULimits bool `hcl:"gpu_limits,optional" json:"gpu_limits,omitempty"`
 }
 
 // Spec is everything the job needs: the decoded parameters and the names of
@@ -299,6 +303,9 @@ func (e EvalSpec) validate() error {
 	}
 	if _, err := gpumodel.LookupDevice(e.Target); err != nil {
 		errs = append(errs, &dragon.FieldError{Field: "target", Problem: err.Error()})
+	}
+	if e.GPULimits && !e.Constrained {
+		errs = append(errs, &dragon.FieldError{Field: "gpu_limits", Problem: "true without constrained = true (the limits are kept by the script grammar)"})
 	}
 	return errors.Join(errs...)
 }

@@ -17,6 +17,7 @@
 //	  baselines   = ["unscheduled", "random", "search", "dataset_best"]
 //	  attempts    = 4    temperature = 0.8  top_k = 0  greedy = true  max_new = 512
 //	  constrained = true # sample under the workload's script grammar
+//	  gpu_limits  = true # ... that also keeps the GPU's thread limits (needs constrained)
 //	  tasks       = 0    # per task kind; 0 = all
 //	  search_trials = 32  target = "h100-model"  numeric = true  seed = 1
 //	  threads = 2  batch = 8  shards = 1             # not in the key
@@ -134,6 +135,9 @@ type Params struct {
 	Greedy      bool     `json:"greedy"`
 	MaxNew      int      `json:"max_new"`
 	Constrained bool     `json:"constrained"`
+	// GPULimits makes the grammar also keep the samples within the GPU's
+	// thread limits (grammar.WithThreadLimits); it needs Constrained.
+	GPULimits bool `json:"gpu_limits"`
 	// Tasks is the number of tasks per kind (the first of each file); 0
 	// means all.
 	Tasks        int    `json:"tasks"`
@@ -187,7 +191,7 @@ var schema = &hcl.BodySchema{
 		{Name: "construction_tasks", Required: true}, {Name: "refinement_prompts", Required: true},
 		{Name: "db"},
 		{Name: "baselines"}, {Name: "attempts"}, {Name: "temperature"}, {Name: "top_k"}, {Name: "greedy"},
-		{Name: "max_new"}, {Name: "constrained"}, {Name: "tasks"}, {Name: "search_trials"}, {Name: "target"},
+		{Name: "max_new"}, {Name: "constrained"}, {Name: "gpu_limits"}, {Name: "tasks"}, {Name: "search_trials"}, {Name: "target"},
 		{Name: "numeric"}, {Name: "seed"}, {Name: "threads"}, {Name: "batch"}, {Name: "shards"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "policy", LabelNames: []string{"name"}}},
@@ -307,6 +311,12 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		return ""
 	})
 	decodeAttr("constrained", &sp.Constrained, nil)
+	decodeAttr("gpu_limits", &sp.GPULimits, func() string {
+		if sp.GPULimits && !sp.Constrained {
+			return "gpu_limits = true needs constrained = true: the GPU's thread limits are kept by the script grammar the samples are drawn under."
+		}
+		return ""
+	})
 	decodeAttr("tasks", &sp.Tasks, func() string {
 		if sp.Tasks < 0 {
 			return fmt.Sprintf("tasks is %d; want the number of tasks per kind (the first of each file), or 0 for all.", sp.Tasks)
@@ -415,7 +425,7 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	}{
 		{"policies", names}, {"baselines", sp.Baselines}, {"attempts", sp.Attempts}, {"temperature", sp.Temperature},
 		{"top_k", sp.TopK}, {"greedy", sp.Greedy}, {"max_new", sp.MaxNew}, {"constrained", sp.Constrained},
-		{"tasks", sp.Tasks}, {"search_trials", sp.SearchTrials}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
+		{"gpu_limits", sp.GPULimits}, {"tasks", sp.Tasks}, {"search_trials", sp.SearchTrials}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
 	} {
 		prm, err := stages.GoParam(p.name, p.v)
 		if err != nil {
@@ -427,7 +437,7 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 }
 
 // Params returns policies (their names), baselines, attempts, temperature,
-// top_k, greedy, max_new, constrained, tasks, search_trials, target,
+// top_k, greedy, max_new, constrained, gpu_limits, tasks, search_trials, target,
 // numeric and seed.
 func (s *Stage) Params() []stages.Param { return s.params }
 

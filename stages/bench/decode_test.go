@@ -60,6 +60,7 @@ func TestDiagnostics(t *testing.T) {
 		{"threads zero", stageSrc("  threads = 0"), "threads is 0", 2},
 		{"batch zero", stageSrc("  batch = 0"), "batch is 0", 2},
 		{"shards zero", stageSrc("  shards = 0"), "shards is 0", 2},
+		{"gpu_limits without constrained", stageSrc("  gpu_limits = true"), "gpu_limits = true needs constrained = true", 2},
 		{"greedy not a bool", stageSrc("  greedy = 3"), "Unsuitable value", 2},
 		{"policy name", stageSrc("  policy \"Baseline:x\" {\n    checkpoint = \"a.ckpt\"\n  }"), "Invalid policy name", 2},
 		{"policy twice", stageSrc("  policy \"sft\" {\n    checkpoint = \"a.ckpt\"\n  }\n  policy \"sft\" {\n    checkpoint = \"b.ckpt\"\n  }"), "Duplicate policy block", 5},
@@ -143,6 +144,7 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 		}
 	}
 	for _, body := range []string{"  attempts = 2", "  temperature = 1", "  top_k = 5", "  greedy = false", "  max_new = 9", "  constrained = true",
+		"  constrained = true\n  gpu_limits = true",
 		"  tasks = 3", "  search_trials = 5", "  target = \"h200-model\"", "  numeric = false", "  seed = 2", "  baselines = [\"search\"]"} {
 		if got := params(stageOf(t, body)); got == base {
 			t.Errorf("%q does not change the params", body)

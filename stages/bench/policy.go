@@ -171,7 +171,7 @@ func (r *run) sampleBatch(ctx context.Context, m Model, batch []*policyRow, opts
 			lg, ok := r.grammars[pr.task.Hash]
 			if !ok {
 				// Built on first use, shared by the policies.
-				lg = sft.NewLazyGrammar(ctx, pr.task.Spec, "held-out "+pr.task.Name(), r.voc, r.sp.Seed)
+				lg = sft.NewLazyGrammar(ctx, pr.task.Spec, "held-out "+pr.task.Name(), r.voc, r.sp.Seed, sft.GrammarOptions(r.sp.GPULimits)...)
 				r.grammars[pr.task.Hash] = lg
 			}
 			cons[k] = sft.GrammarConstraint(lg)

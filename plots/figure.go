@@ -1,0 +1,284 @@
+package plots
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Figure is one drawn figure: the same picture as SVG and as PNG (DPI dots
+// per inch). Name is a file stem ("speedup_cdf"); a caller drawing the
+// same builder twice renames one. Caption is a sentence or two saying what
+// is drawn, for a report.
+type Figure struct {
+	Name, Title, Caption string
+	SVG, PNG             []byte
+}
+
+// Series is one named line or set of values. Builders say how they read X
+// and Y.
+type Series struct {
+	Name string
+	X, Y []float64
+}
+
+// Error is a builder's refusal: Figure names the figure ("speedup_cdf") and
+// Err says what in the data or style is wrong.
+type Error struct {
+	Figure string
+	Err    error
+}
+
+func (e *Error) Error() string { return "plots: " + e.Figure + ": " + e.Err.Error() }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func figErr(name string, format string, args ...any) error {
+	return &Error{Figure: name, Err: fmt.Errorf(format, args...)}
+}
+
+// sourceLabel is how a latency source reads in an axis label: the source
+// string, then "simulated" for the GPU model's ("model:…"), "measured" for a
+// real device's ("measured:…"), and nothing more for any other.
+func sourceLabel(source string) string {
+	switch {
+	case strings.HasPrefix(source, "model:"):
+		return source + ", simulated"
+	case strings.HasPrefix(source, "measured:"):
+		return source + ", measured"
+	default:
+		return source
+	}
+}
+
+// sourceWords is sourceLabel for a caption sentence.
+func sourceWords(source string) string {
+	switch {
+	case strings.HasPrefix(source, "model:"):
+		return "simulated latencies from the GPU model " + source
+	case strings.HasPrefix(source, "measured:"):
+		return "latencies measured on " + strings.TrimPrefix(source, "measured:")
+	default:
+		return "latencies from " + source
+	}
+}
+
+// newPlot is a plot with the look's fonts, a title and axis labels, and
+// light grid-free axes.
+func newPlot(l look, title, xlabel, ylabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font = l.title
+	p.Title.Padding = vg.Points(6)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font = l.label
+		a.Tick.Label.Font = l.tick
+		a.Label.Padding = vg.Points(3)
+	}
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = ylabel
+	return p
+}
+
+// legend is a legend drawn outside the data area, to the right of it, so
+// it never hides data.
+func newLegend(l look) plot.Legend {
+	leg := plot.NewLegend()
+	leg.TextStyle.Font = l.legend
+	leg.Top = true
+	leg.Left = true
+	leg.ThumbnailWidth = vg.Points(22)
+	leg.Padding = vg.Points(2)
+	return leg
+}
+
+// legendWidth is the width the legend needs.
+func legendWidth(leg *plot.Legend, c draw.Canvas) vg.Length {
+	r := leg.Rectangle(c)
+	return r.Max.X - r.Min.X
+}
+
+// drawWithLegend draws p into c and, when leg has entries, leg in a strip
+// at c's right edge, level with the top of the data area.
+func drawWithLegend(c draw.Canvas, p *plot.Plot, leg *plot.Legend) {
+	w := legendWidth(leg, c)
+	if w == 0 {
+		p.Draw(c)
+		return
+	}
+	gap := vg.Points(8)
+	left := draw.Crop(c, 0, -(w + gap), 0, 0)
+	p.Draw(left)
+	data := p.DataCanvas(left)
+	strip := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
+		Min: vg.Point{X: c.Max.X - w, Y: data.Min.Y},
+		Max: vg.Point{X: c.Max.X, Y: data.Max.Y},
+	}}
+	leg.Draw(strip)
+}
+
+// render draws the picture twice, as SVG and as PNG. Gonum panics on some
+// inputs (a log axis over a non-positive range); builders check their data
+// first, and a panic that still happens is returned as an error naming the
+// figure rather than taking the caller down.
+func render(name string, l look, drawFn func(c draw.Canvas)) (svg, png []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			svg, png = nil, nil
+			err = figErr(name, "drawing failed: %v", r)
+		}
+	}()
+	sc := vgsvg.New(l.width, l.height)
+	dc := draw.New(sc)
+	fillBackground(dc)
+	drawFn(dc)
+	var sb bytes.Buffer
+	if _, err := sc.WriteTo(&sb); err != nil {
+		return nil, nil, figErr(name, "writing SVG: %w", err)
+	}
+	ic := vgimg.NewWith(vgimg.UseWH(l.width, l.height), vgimg.UseDPI(DPI), vgimg.UseBackgroundColor(color.White))
+	drawFn(draw.New(ic))
+	var pb bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: ic}).WriteTo(&pb); err != nil {
+		return nil, nil, figErr(name, "writing PNG: %w", err)
+	}
+	return sb.Bytes(), pb.Bytes(), nil
+}
+
+// fillBackground paints the SVG white, as the PNG is: an SVG is transparent
+// by default, and a figure on a dark page would lose its black text.
+func fillBackground(c draw.Canvas) {
+	c.SetColor(color.White)
+	c.Fill(c.Rectangle.Path())
+}
+
+// drawTitle writes a figure title centred at the top of c and returns the
+// rest of c, for figures made of several panels.
+func drawTitle(c draw.Canvas, l look, title string) draw.Canvas {
+	p := plot.New()
+	sty := p.Title.TextStyle
+	sty.Font = l.title
+	r := sty.Rectangle(title)
+	descent := sty.FontExtents().Descent
+	c.FillText(sty, vg.Point{X: c.Center().X, Y: c.Max.Y + descent}, title)
+	return draw.Crop(c, 0, 0, 0, -(r.Size().Y + vg.Points(6)))
+}
+
+// Log axes. A log axis here is a linear axis over log10 of the data, with
+// ticks labelled by the values themselves; builders pass log10(v) to
+// gonum. gonum's own plot.LogScale is not used: in v0.17.0 the padding of
+// an axis reserves room for a centred axis label at Norm((Min+Max)/2), the
+// arithmetic mean, which on a log scale is far right of (or above) the
+// middle where the label is drawn, so the data area shrank by a third.
+
+// logTicker marks a log10 axis: labelled decades over 3 decades or more,
+// labelled 1-2-5 steps over 1 to 3 decades, gonum's linear default below
+// one decade; unlabelled minor ticks at the other integer multiples. lo
+// and hi are log10 of the range.
+type logTicker struct{}
+
+func (logTicker) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return nil
+	}
+	vlo, vhi := math.Pow(10, lo), math.Pow(10, hi)
+	var out []plot.Tick
+	if hi-lo < 1 {
+		for _, t := range (plot.DefaultTicks{}).Ticks(vlo, vhi) {
+			if t.Value > 0 {
+				out = append(out, plot.Tick{Value: math.Log10(t.Value), Label: t.Label})
+			}
+		}
+		return out
+	}
+	labelled := func(m int) bool {
+		if hi-lo >= 3 {
+			return m == 1
+		}
+		return m == 1 || m == 2 || m == 5
+	}
+	for e := int(math.Floor(lo)); e <= int(math.Ceil(hi)); e++ {
+		dec := math.Pow10(e)
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * dec
+			lv := math.Log10(v)
+			if lv < lo-1e-9 || lv > hi+1e-9 {
+				continue
+			}
+			t := plot.Tick{Value: lv}
+			if labelled(m) {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// setLog makes a a log axis over the values [lo, hi] (both > 0; a single
+// value gets a decade around it).
+func setLog(a *plot.Axis, lo, hi float64) {
+	a.Min, a.Max = math.Log10(lo), math.Log10(hi)
+	if a.Min == a.Max {
+		a.Min, a.Max = a.Min-0.5, a.Max+0.5
+	}
+	a.Tick.Marker = logTicker{}
+}
+
+// unlabelled keeps a ticker's marks and drops their labels: the upper
+// panels of a stack share the bottom panel's labelled axis.
+type unlabelled struct{ plot.Ticker }
+
+func (u unlabelled) Ticks(lo, hi float64) []plot.Tick {
+	ts := u.Ticker.Ticks(lo, hi)
+	out := make([]plot.Tick, len(ts))
+	for i, t := range ts {
+		out[i] = plot.Tick{Value: t.Value}
+	}
+	return out
+}
+
+// rateTicks mark an axis of rates in [0, 1].
+var rateTicks = plot.ConstantTicks{
+	{Value: 0, Label: "0"}, {Value: 0.25, Label: "0.25"}, {Value: 0.5, Label: "0.5"},
+	{Value: 0.75, Label: "0.75"}, {Value: 1, Label: "1"},
+}
+
+// countTicker marks an axis of counts: labelled ticks on whole numbers, a
+// step of 1, 2 or 5 times a power of ten, at most 6 of them; gonum's
+// default would write counts as "25.00".
+type countTicker struct{}
+
+func (countTicker) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return nil
+	}
+	step := 1.0
+	for k := 0; (hi-lo)/step > 5; k++ {
+		step = []float64{1, 2, 5}[k%3] * math.Pow10(k/3)
+	}
+	var out []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+		out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+	}
+	return out
+}
+
+// checkFinite reports the first value of vs that is NaN or ±Inf.
+func checkFinite(what string, vs []float64) error {
+	for i, v := range vs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s: value %d is %g; it must be a finite number", what, i, v)
+		}
+	}
+	return nil
+}

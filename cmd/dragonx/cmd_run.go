@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -29,6 +30,13 @@ stages they depend on are considered.
 Every stage's outputs are copied to OUT/<stage>/<path> (default out/ at the
 experiment's repository root; -out - disables it). Each stage's log is stored in
 the cache; 'dragonx show STAGE' replays it, also for cached stages.
+
+After the run, the notebook report is written to OUT/report.html (one
+self-contained page) and OUT/report.md, and its path printed: a cell per stage
+(status ran, cached, failed or skipped; key; duration; parameters; outputs; the
+tail of its log), then the results of the analysis stages ('dragonx help
+report'; 'dragonx report FILE.hcl' writes it again from the cache). -out -
+writes no report.
 
 With -json, one JSON document goes to standard output:
   {"ok": bool, "stages": [{"name", "kind", "key", "status": "ran|cached|failed|skipped",
@@ -127,13 +135,38 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if d := inputDiags(rep); len(d) > 0 && !f.json {
 		printDiags(e, false, cfg, d)
 	}
+	var reportErr error
+	if eng.OutDir != "" {
+		reportErr = runReportAfter(ctx, e, eng, cfg, rep, f.json)
+	}
 	if err != nil {
 		return err
 	}
 	if !rep.OK() {
 		return withCode(exitStageFailed, nil)
 	}
-	return nil
+	return reportErr
+}
+
+// runReportAfter writes the notebook report of a finished run into the
+// output directory and prints its path (not under -json, whose standard
+// output is one document).
+func runReportAfter(ctx context.Context, e *env, eng *stages.Engine, cfg *stages.Config, rep *stages.Report, asJSON bool) error {
+	nb, err := buildNotebook(ctx, eng, cfg, rep.Results)
+	if err == nil {
+		if err = os.MkdirAll(eng.OutDir, 0o755); err == nil {
+			var htmlPath string
+			_, htmlPath, err = writeReport(nb, eng.OutDir)
+			if err == nil && !asJSON {
+				fmt.Fprintf(e.stderr, "report: %s\n", htmlPath)
+			}
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("writing the report: %w", err)
+		fmt.Fprintf(e.stderr, "dragonx: %v\n", err)
+	}
+	return err
 }
 
 // inputDiags turns input errors (a missing local file) into diagnostics

@@ -10,9 +10,7 @@ import (
 
 	"dragonx/dragon"
 	"dragonx/internal/progress"
-	"dragonx/kernels/gpumodel"
 	"dragonx/kernels/judge"
-	"dragonx/kernels/numeric"
 	"dragonx/kernels/verdict"
 	"dragonx/kernels/vocab"
 	"dragonx/kernels/workload"
@@ -38,24 +36,6 @@ func heldoutTasks(held []HeldoutRecord, n int) []HeldoutRecord {
 		}
 	}
 	return append(cons, ref...)
-}
-
-// judgeOptions are the judge's options for the eval block: up to the
-// numerical gate (eval.numeric) or the static verdict, then the latency on
-// eval.target's model. The gate's compiled programs go to cacheDir.
-func judgeOptions(ev EvalSpec, voc *vocab.Vocab, seed int64, cacheDir string) (judge.Options, error) {
-	lat, err := gpumodel.New(ev.Target, gpumodel.Options{})
-	if err != nil {
-		return judge.Options{}, err
-	}
-	opts := judge.Options{Until: verdict.PhaseVerify, Latency: lat, Vocab: voc}
-	if ev.Numeric {
-		opts.Until = verdict.PhaseNumeric
-		if opts.Gate, err = numeric.New(numeric.Options{CacheDir: cacheDir, Seed: uint64(seed)}); err != nil {
-			return judge.Options{}, err
-		}
-	}
-	return opts, nil
 }
 
 // evaluate samples one greedy continuation per held-out task (stopping at

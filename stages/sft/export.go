@@ -1,9 +1,12 @@
 package sft
 
 import (
+	"io"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"dragonx/kernels/verdict"
+	"dragonx/kernels/vocab"
 )
 
 // DecodeBlock decodes a block into target (holding the defaults) as the
@@ -26,3 +29,9 @@ func DefaultEval() EvalSpec {
 
 // Validate checks an eval block.
 func (e EvalSpec) Validate() error { return e.validate() }
+
+// LoadVocab reads a vocabulary file and checks that it is this program's.
+func LoadVocab(path string) (*vocab.Vocab, error) { return loadVocab(path) }
+
+// WriteAtomic writes a file through a temporary file renamed into place.
+func WriteAtomic(path string, write func(io.Writer) error) error { return writeAtomic(path, write) }

@@ -4,7 +4,6 @@ package sft
 
 import (
 	"context"
-	"io"
 	"time"
 
 	"dragonx/dragon"
@@ -15,12 +14,6 @@ import (
 
 // The sft job's helpers that the other stage kinds training the model (rl)
 // share.
-
-// LoadVocab reads a vocabulary file and checks that it is this program's.
-func LoadVocab(path string) (*vocab.Vocab, error) { return loadVocab(path) }
-
-// WriteAtomic writes a file through a temporary file renamed into place.
-func WriteAtomic(path string, write func(io.Writer) error) error { return writeAtomic(path, write) }
 
 // Evaluate samples one greedy continuation per held-out task of ev (at
 // most context tokens in all, seeded with seed) and judges it, as the sft

@@ -1,0 +1,541 @@
+// Package bench is the `bench` stage kind, the paper's GPU benchmark: every
+// policy (a trained model: sft's or rl's checkpoint) samples attempts for
+// each held-out construction task and refinement prompt, and the baselines
+// (the unscheduled kernel, random design-space samples, the evolutionary
+// search, the dataset's best script) are judged on the same tasks with the
+// same judge (kernels/judge: every phase, then the latency on the target).
+//
+//	stage "bench" {
+//	  kind               = "bench"
+//	  heldout            = stage.encode.out.heldout
+//	  vocab              = stage.encode.out.vocab
+//	  construction_tasks = stage.harvest.out.test_construction
+//	  refinement_prompts = stage.harvest.out.test_refinement
+//	  db                 = stage.harvest.out.db          # for the dataset_best baseline
+//	  policy "sft" { checkpoint = stage.sft.out.checkpoint }
+//	  policy "rl"  { checkpoint = stage.rl.out.checkpoint }
+//	  baselines   = ["unscheduled", "random", "search", "dataset_best"]
+//	  attempts    = 4    temperature = 0.8  top_k = 0  greedy = true  max_new = 512
+//	  constrained = true # sample under the workload's script grammar
+//	  tasks       = 0    # per task kind; 0 = all
+//	  search_trials = 32  target = "h100-model"  numeric = true  seed = 1
+//	  threads = 2  batch = 8                         # not in the key
+//	}
+//
+// Sampling needs libtorch, which dragonx does not link: with policies, Run
+// hands the work to dragonx-torch through package stages/job; with
+// baselines only, it runs in this process. The outputs (attempts.jsonl,
+// summary.json, per_task.csv) are described in docs/pipeline.md (## bench).
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/zclconf/go-cty/cty"
+
+	"dragonx/dragon"
+	"dragonx/internal/torchbin"
+	"dragonx/kernels/cudabench"
+	"dragonx/kernels/gpumodel"
+	"dragonx/stages"
+	"dragonx/stages/job"
+)
+
+// Version is the kind's version; bump it when the same parameters would give
+// different outputs.
+const Version = "1"
+
+// Kind is the bench stage kind.
+type Kind struct{}
+
+func init() { stages.Register(Kind{}) }
+
+// Name returns "bench".
+func (Kind) Name() string { return "bench" }
+
+// Version returns the kind version.
+func (Kind) Version() string { return Version }
+
+// The baselines.
+const (
+	BaselineUnscheduled = "unscheduled"  // the workload with only the default thread binding
+	BaselineRandom      = "random"       // design-space samples (kernels/sample)
+	BaselineSearch      = "search"       // the evolutionary search's best (kernels/search)
+	BaselineDatasetBest = "dataset_best" // the best valid script of harvest's db
+)
+
+// AllBaselines are the baselines, in their canonical order.
+var AllBaselines = []string{BaselineUnscheduled, BaselineRandom, BaselineSearch, BaselineDatasetBest}
+
+// BaselinePrefix starts a baseline's name in the outputs
+// ("baseline:search").
+const BaselinePrefix = "baseline:"
+
+// TargetCUDA measures on the machine's GPU (kernels/cudabench); the other
+// targets are kernels/gpumodel's models.
+const TargetCUDA = "cuda"
+
+// The input files, placed in the working directory under inputDir.
+const inputDir = "in"
+
+var inputFiles = map[string]string{
+	"heldout": "heldout.jsonl", "vocab": "vocab.txt", "construction_tasks": "test_construction.jsonl",
+	"refinement_prompts": "test_refinement.jsonl", "db": "db",
+}
+
+var inputNames = []string{"heldout", "vocab", "construction_tasks", "refinement_prompts", "db"}
+
+// upstreamOf names the usual upstream output of each input.
+var upstreamOf = map[string]string{
+	"heldout": "stage.encode.out.heldout", "vocab": "stage.encode.out.vocab",
+	"construction_tasks": "stage.harvest.out.test_construction", "refinement_prompts": "stage.harvest.out.test_refinement",
+	"db": "stage.harvest.out.db", "checkpoint": "stage.sft.out.checkpoint",
+}
+
+// The outputs.
+const (
+	AttemptsFile = "attempts.jsonl"
+	SummaryFile  = "summary.json"
+	PerTaskFile  = "per_task.csv"
+)
+
+var outputs = []stages.OutputDecl{
+	{Name: "attempts", Path: AttemptsFile},
+	{Name: "per_task", Path: PerTaskFile},
+	{Name: "summary", Path: SummaryFile},
+}
+
+// Policy is a policy block: a model checkpoint to sample from, named by the
+// block's label.
+type Policy struct {
+	Name string `json:"name"`
+	// Checkpoint is the checkpoint file, relative to the job's directory.
+	Checkpoint string `json:"checkpoint"`
+}
+
+// Params are the parameters that decide the outputs (the key), as the job
+// receives them.
+type Params struct {
+	Baselines   []string `json:"baselines"`
+	Attempts    int      `json:"attempts"`
+	Temperature float64  `json:"temperature"`
+	TopK        int      `json:"top_k"`
+	Greedy      bool     `json:"greedy"`
+	MaxNew      int      `json:"max_new"`
+	Constrained bool     `json:"constrained"`
+	// Tasks is the number of tasks per kind (the first of each file); 0
+	// means all.
+	Tasks        int    `json:"tasks"`
+	SearchTrials int    `json:"search_trials"`
+	Target       string `json:"target"`
+	Numeric      bool   `json:"numeric"`
+	Seed         int64  `json:"seed"`
+}
+
+// Spec is everything the job needs: the parameters, the policies, the
+// knobs that do not change the outputs and the input files. It is the job's
+// spec (JSON).
+type Spec struct {
+	Params
+	Policies []Policy `json:"policies"`
+	// Threads are libtorch's intra-op threads and the judging workers;
+	// Batch the rows sampled together. Neither changes the outputs.
+	Threads int `json:"threads"`
+	Batch   int `json:"batch"`
+	// Files are the input files by input name, relative to the job's
+	// directory ("" for an input not given).
+	Files map[string]string `json:"files"`
+}
+
+// Defaults.
+const (
+	defaultAttempts     = 4
+	defaultTemperature  = 0.8
+	defaultMaxNew       = 768
+	defaultSearchTrials = 32
+	defaultTarget       = "h100-model"
+	defaultSeed         = 1
+	defaultBatch        = 8
+)
+
+// interruptGrace is how long an interrupted job gets to finish the batch it
+// samples and save its state before it is killed.
+const interruptGrace = 2 * time.Minute
+
+// Stage is a decoded bench stage.
+type Stage struct {
+	spec   Spec
+	inputs []stages.Input
+	params []stages.Param
+}
+
+var schema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "heldout"}, {Name: "vocab"},
+		{Name: "construction_tasks", Required: true}, {Name: "refinement_prompts", Required: true},
+		{Name: "db"},
+		{Name: "baselines"}, {Name: "attempts"}, {Name: "temperature"}, {Name: "top_k"}, {Name: "greedy"},
+		{Name: "max_new"}, {Name: "constrained"}, {Name: "tasks"}, {Name: "search_trials"}, {Name: "target"},
+		{Name: "numeric"}, {Name: "seed"}, {Name: "threads"}, {Name: "batch"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "policy", LabelNames: []string{"name"}}},
+}
+
+var policySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "checkpoint", Required: true}}}
+
+// policyName is what a policy's label may be: it names the policy in the
+// outputs, so it must not look like a baseline's name.
+var policyName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+func diag(summary, detail string, rng hcl.Range) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()}
+}
+
+// Targets returns the targets: the models of kernels/gpumodel and cuda.
+func Targets() []string { return append(gpumodel.Targets(), TargetCUDA) }
+
+// DefaultParams returns the parameters' defaults: every baseline, 4
+// attempts at temperature 0.8 and a greedy one, unconstrained, all tasks,
+// 32 search trials, on the h100 model with the numerical gate.
+func DefaultParams() Params {
+	return Params{Baselines: slices.Clone(AllBaselines), Attempts: defaultAttempts, Temperature: defaultTemperature,
+		Greedy: true, MaxNew: defaultMaxNew, SearchTrials: defaultSearchTrials, Target: defaultTarget, Numeric: true, Seed: defaultSeed}
+}
+
+// Decode decodes a bench stage body.
+func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.Diagnostics) {
+	content, diags := body.Content(schema)
+	if content == nil {
+		return nil, diags
+	}
+	sp := Spec{Params: DefaultParams(), Threads: dragon.DefaultThreads, Batch: defaultBatch, Files: map[string]string{}}
+	s := &Stage{}
+	addInput := func(name, attr string, expr hcl.Expression, upstream string) bool {
+		v, d := expr.Value(dc.Eval)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			return false
+		}
+		in := stages.Input{Name: name, Range: expr.Range()}
+		if ref, ok := stages.AsArtifact(v); ok {
+			in.Ref = &ref
+		} else if !v.IsNull() && v.Type() == cty.String && v.AsString() != "" {
+			in.Local = v.AsString()
+		} else {
+			diags = append(diags, diag("Invalid "+attr, fmt.Sprintf("%s must be an upstream output (%s) or a local path string.", attr, upstream), expr.Range()))
+			return false
+		}
+		s.inputs = append(s.inputs, in)
+		return true
+	}
+	for _, name := range inputNames {
+		if a, ok := content.Attributes[name]; ok && addInput(name, name, a.Expr, upstreamOf[name]) {
+			sp.Files[name] = inputDir + "/" + inputFiles[name]
+		}
+	}
+
+	decodeAttr := func(name string, target any, check func() string) {
+		a, ok := content.Attributes[name]
+		if !ok {
+			return
+		}
+		d := gohcl.DecodeExpression(a.Expr, dc.Eval, target)
+		diags = append(diags, d...)
+		if !d.HasErrors() && check != nil {
+			if msg := check(); msg != "" {
+				diags = append(diags, diag("Invalid "+name, msg, a.Expr.Range()))
+			}
+		}
+	}
+	decodeAttr("baselines", &sp.Baselines, func() string {
+		seen := map[string]bool{}
+		for _, b := range sp.Baselines {
+			if !slices.Contains(AllBaselines, b) {
+				return fmt.Sprintf("unknown baseline %q; want some of %s.", b, strings.Join(AllBaselines, ", "))
+			}
+			if seen[b] {
+				return fmt.Sprintf("baseline %q is listed twice.", b)
+			}
+			seen[b] = true
+		}
+		// The canonical order, whatever the order written: the outputs
+		// list the baselines in it.
+		var out []string
+		for _, b := range AllBaselines {
+			if seen[b] {
+				out = append(out, b)
+			}
+		}
+		sp.Baselines = out
+		return ""
+	})
+	decodeAttr("attempts", &sp.Attempts, func() string {
+		if sp.Attempts < 0 || sp.Attempts > 1000 {
+			return fmt.Sprintf("attempts is %d; want 0 to 1000 samples at the temperature per task (besides the greedy one).", sp.Attempts)
+		}
+		return ""
+	})
+	decodeAttr("temperature", &sp.Temperature, func() string {
+		if !(sp.Temperature > 0) || sp.Temperature > 100 {
+			return fmt.Sprintf("temperature is %v; want a positive temperature for the sampled attempts (the greedy attempt is greedy = true).", sp.Temperature)
+		}
+		return ""
+	})
+	decodeAttr("top_k", &sp.TopK, func() string {
+		if sp.TopK < 0 {
+			return fmt.Sprintf("top_k is %d; want 0 (all tokens) or the number of most likely tokens kept.", sp.TopK)
+		}
+		return ""
+	})
+	decodeAttr("greedy", &sp.Greedy, nil)
+	decodeAttr("max_new", &sp.MaxNew, func() string {
+		if sp.MaxNew < 1 {
+			return fmt.Sprintf("max_new is %d; want the most tokens generated per attempt (positive).", sp.MaxNew)
+		}
+		return ""
+	})
+	decodeAttr("constrained", &sp.Constrained, nil)
+	decodeAttr("tasks", &sp.Tasks, func() string {
+		if sp.Tasks < 0 {
+			return fmt.Sprintf("tasks is %d; want the number of tasks per kind (the first of each file), or 0 for all.", sp.Tasks)
+		}
+		return ""
+	})
+	decodeAttr("search_trials", &sp.SearchTrials, func() string {
+		if sp.SearchTrials < 1 || sp.SearchTrials > 1_000_000 {
+			return fmt.Sprintf("search_trials is %d; want the search baseline's measured candidates per task (1 to 1000000).", sp.SearchTrials)
+		}
+		return ""
+	})
+	decodeAttr("target", &sp.Target, func() string {
+		if !slices.Contains(Targets(), sp.Target) {
+			return fmt.Sprintf("unknown target %q; want one of %s (cuda measures on a GPU; the others are models: their latencies are estimates).", sp.Target, strings.Join(Targets(), ", "))
+		}
+		return ""
+	})
+	decodeAttr("numeric", &sp.Numeric, nil)
+	decodeAttr("seed", &sp.Seed, nil)
+	decodeAttr("threads", &sp.Threads, func() string {
+		if sp.Threads < 1 || sp.Threads > 256 {
+			return fmt.Sprintf("threads is %d; want 1 to 256 (libtorch's threads and the judging workers; not in the key).", sp.Threads)
+		}
+		return ""
+	})
+	decodeAttr("batch", &sp.Batch, func() string {
+		if sp.Batch < 1 || sp.Batch > 4096 {
+			return fmt.Sprintf("batch is %d; want 1 to 4096 rows sampled together (memory and speed only; not in the key).", sp.Batch)
+		}
+		return ""
+	})
+
+	// Policy blocks, labelled with the policy's name.
+	seen := map[string]*hcl.Block{}
+	for _, b := range content.Blocks {
+		name := b.Labels[0]
+		rng := b.LabelRanges[0]
+		switch {
+		case !policyName.MatchString(name):
+			diags = append(diags, diag("Invalid policy name", fmt.Sprintf("The policy name %q names the policy in the outputs; want a lower-case letter, then up to 31 lower-case letters, digits, _ or -.", name), rng))
+			continue
+		case seen[name] != nil:
+			diags = append(diags, diag("Duplicate policy block", fmt.Sprintf("Policy %q is declared twice; the first is at %s.", name, seen[name].DefRange), rng))
+			continue
+		}
+		seen[name] = b
+		pc, d := b.Body.Content(policySchema)
+		diags = append(diags, d...)
+		if pc == nil || d.HasErrors() {
+			continue
+		}
+		in := "policy." + name
+		if addInput(in, "checkpoint", pc.Attributes["checkpoint"].Expr, upstreamOf["checkpoint"]) {
+			sp.Policies = append(sp.Policies, Policy{Name: name, Checkpoint: inputDir + "/policy-" + name + ".ckpt"})
+		}
+	}
+	if len(sp.Policies) > 0 {
+		for _, name := range []string{"heldout", "vocab"} {
+			if _, ok := content.Attributes[name]; !ok {
+				diags = append(diags, diag("Missing "+name, fmt.Sprintf("The policies sample from the held-out prompts: set %s (%s).", name, upstreamOf[name]), content.Blocks[0].DefRange))
+			}
+		}
+	}
+	if slices.Contains(sp.Baselines, BaselineDatasetBest) {
+		if _, ok := content.Attributes["db"]; !ok {
+			rng := dc.DeclRange
+			if a, ok := content.Attributes["baselines"]; ok {
+				rng = a.Expr.Range()
+			}
+			diags = append(diags, diag("Missing db", "The dataset_best baseline takes the best valid script of each workload from harvest's tuning database: set db = stage.harvest.out.db, or leave dataset_best out of baselines.", rng))
+		}
+	}
+	if !sp.Greedy && sp.Attempts == 0 && len(sp.Policies) > 0 {
+		rng := dc.DeclRange
+		if a, ok := content.Attributes["attempts"]; ok {
+			rng = a.Expr.Range()
+		}
+		diags = append(diags, diag("No attempts", "attempts is 0 and greedy is false: the policies would sample nothing. Set attempts or greedy = true.", rng))
+	}
+	if len(sp.Policies) == 0 && len(sp.Baselines) == 0 {
+		diags = append(diags, diag("Nothing to benchmark", "The stage has no policy block and no baseline: add a policy block or a baseline.", dc.DeclRange))
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	s.spec = sp
+
+	// Params, in a fixed order: everything but threads and batch, which
+	// cannot change the outputs. The checkpoints and the other inputs
+	// enter the key through their digests; the policies' names here.
+	names := make([]string, len(sp.Policies))
+	for i, p := range sp.Policies {
+		names[i] = p.Name
+	}
+	for _, p := range []struct {
+		name string
+		v    any
+	}{
+		{"policies", names}, {"baselines", sp.Baselines}, {"attempts", sp.Attempts}, {"temperature", sp.Temperature},
+		{"top_k", sp.TopK}, {"greedy", sp.Greedy}, {"max_new", sp.MaxNew}, {"constrained", sp.Constrained},
+		{"tasks", sp.Tasks}, {"search_trials", sp.SearchTrials}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
+	} {
+		prm, err := stages.GoParam(p.name, p.v)
+		if err != nil {
+			return nil, append(diags, diag("Invalid "+p.name, err.Error()+".", dc.DeclRange))
+		}
+		s.params = append(s.params, prm)
+	}
+	return s, diags
+}
+
+// Params returns policies (their names), baselines, attempts, temperature,
+// top_k, greedy, max_new, constrained, tasks, search_trials, target,
+// numeric and seed.
+func (s *Stage) Params() []stages.Param { return s.params }
+
+// Inputs returns the input files given and the policies' checkpoints
+// (policy.NAME).
+func (s *Stage) Inputs() []stages.Input { return s.inputs }
+
+// Outputs returns attempts (attempts.jsonl), per_task (per_task.csv) and
+// summary (summary.json).
+func (s *Stage) Outputs() []stages.OutputDecl { return append([]stages.OutputDecl(nil), outputs...) }
+
+// Spec returns the decoded spec.
+func (s *Stage) Spec() Spec { return s.spec }
+
+// Run places the inputs and runs the benchmark: in dragonx-torch when there
+// are policies to sample, in this process otherwise.
+func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
+	if s.spec.Target == TargetCUDA {
+		// Before any work: the measured target needs a GPU.
+		dev, err := cudabench.CheckGPU(ctx, cudabench.Options{})
+		if err != nil {
+			return fmt.Errorf("bench: target cuda: %w", err)
+		}
+		fmt.Fprintf(rc.Log, "target cuda: measuring on %s\n", dev)
+	}
+	var bin string
+	if len(s.spec.Policies) > 0 {
+		var err error
+		if bin, err = torchbin.Find(); err != nil {
+			return fmt.Errorf("bench: sampling the policies needs libtorch, which runs in %w", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(rc.Dir, inputDir), 0o755); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	for _, in := range s.inputs {
+		dst := ""
+		if name, ok := strings.CutPrefix(in.Name, "policy."); ok {
+			for _, p := range s.spec.Policies {
+				if p.Name == name {
+					dst = p.Checkpoint
+				}
+			}
+		} else {
+			dst = s.spec.Files[in.Name]
+		}
+		if err := rc.Materialize(ctx, in.Name, filepath.Join(rc.Dir, filepath.FromSlash(dst))); err != nil {
+			return fmt.Errorf("bench: placing input %s: %w", in.Name, err)
+		}
+	}
+	spec, err := json.Marshal(s.spec)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	j := &job.Job{Kind: "bench", Version: Version, Spec: spec, Dir: rc.Dir, StateDir: rc.StateDir, Shard: 0, Shards: 1}
+	if bin == "" {
+		// Baselines only: no libtorch needed, run here.
+		if err := runJob(ctx, j, &job.Env{Progress: rc.Progress, Log: rc.Log}, nil); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		return nil
+	}
+	if err := job.Run(ctx, j, job.Options{Binary: bin, Progress: rc.Progress, Log: rc.Log, Grace: interruptGrace}); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
+}
+
+// Validate checks a spec as the job receives it (Decode produces valid
+// ones; a hand-written job file may not be).
+func (sp Spec) Validate() error {
+	var errs []error
+	if len(sp.Policies) > 0 {
+		for _, name := range []string{"heldout", "vocab"} {
+			if sp.Files[name] == "" {
+				errs = append(errs, fmt.Errorf("policies but no %s file", name))
+			}
+		}
+	}
+	for _, name := range []string{"construction_tasks", "refinement_prompts"} {
+		if sp.Files[name] == "" {
+			errs = append(errs, fmt.Errorf("no %s file", name))
+		}
+	}
+	if slices.Contains(sp.Baselines, BaselineDatasetBest) && sp.Files["db"] == "" {
+		errs = append(errs, errors.New("the dataset_best baseline but no db"))
+	}
+	for _, b := range sp.Baselines {
+		if !slices.Contains(AllBaselines, b) {
+			errs = append(errs, fmt.Errorf("unknown baseline %q", b))
+		}
+	}
+	names := map[string]bool{}
+	for _, p := range sp.Policies {
+		if !policyName.MatchString(p.Name) || names[p.Name] {
+			errs = append(errs, fmt.Errorf("policy name %q is invalid or repeated", p.Name))
+		}
+		names[p.Name] = true
+		if p.Checkpoint == "" {
+			errs = append(errs, fmt.Errorf("policy %s has no checkpoint", p.Name))
+		}
+	}
+	if sp.Attempts < 0 || (!sp.Greedy && sp.Attempts == 0 && len(sp.Policies) > 0) {
+		errs = append(errs, fmt.Errorf("attempts %d (greedy %v) samples nothing", sp.Attempts, sp.Greedy))
+	}
+	if !(sp.Temperature > 0) {
+		errs = append(errs, fmt.Errorf("temperature %v is not positive", sp.Temperature))
+	}
+	if sp.TopK < 0 || sp.MaxNew < 1 || sp.Tasks < 0 || sp.SearchTrials < 1 {
+		errs = append(errs, fmt.Errorf("top_k %d, max_new %d, tasks %d or search_trials %d out of range", sp.TopK, sp.MaxNew, sp.Tasks, sp.SearchTrials))
+	}
+	if !slices.Contains(Targets(), sp.Target) {
+		errs = append(errs, fmt.Errorf("unknown target %q", sp.Target))
+	}
+	if sp.Threads < 1 || sp.Batch < 1 {
+		errs = append(errs, fmt.Errorf("threads %d or batch %d is not positive", sp.Threads, sp.Batch))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,145 @@
+package bench_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"dragonx/stages"
+	"dragonx/stages/bench"
+)
+
+// stageSrc wraps body lines in a bench stage whose inputs are local files;
+// the stage block starts on line 1, so body line k is file line k+1.
+func stageSrc(body string) string {
+	return "stage \"bench\" {\n" + body + "\n  kind = \"bench\"\n  heldout = \"heldout.jsonl\"\n  vocab = \"vocab.txt\"\n" +
+		"  construction_tasks = \"test_construction.jsonl\"\n  refinement_prompts = \"test_refinement.jsonl\"\n  db = \"db\"\n}\n"
+}
+
+func load(t *testing.T, src string) (*stages.Config, []string) {
+	t.Helper()
+	cfg, diags := stages.LoadSource(filepath.Join(t.TempDir(), "exp.hcl"), []byte(src), stages.LoadOptions{})
+	var lines []string
+	for _, d := range diags {
+		line := 0
+		if d.Subject != nil {
+			line = d.Subject.Start.Line
+		}
+		b, _ := json.Marshal(line)
+		lines = append(lines, d.Summary+": "+d.Detail+" @"+string(b))
+	}
+	if diags.HasErrors() {
+		return nil, lines
+	}
+	return cfg, lines
+}
+
+func TestDiagnostics(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		want      string // substring of one diagnostic
+		line      int
+	}{
+		{"unknown attribute", stageSrc("  trials = 3"), "Unsupported argument", 2},
+		{"unknown baseline", stageSrc("  baselines = [\"search\", \"tvm\"]"), `unknown baseline "tvm"`, 2},
+		{"baseline twice", stageSrc("  baselines = [\"search\", \"search\"]"), `baseline "search" is listed twice`, 2},
+		{"attempts negative", stageSrc("  attempts = -1"), "attempts is -1", 2},
+		{"temperature zero", stageSrc("  temperature = 0"), "temperature is 0", 2},
+		{"top_k negative", stageSrc("  top_k = -2"), "top_k is -2", 2},
+		{"max_new zero", stageSrc("  max_new = 0"), "max_new is 0", 2},
+		{"tasks negative", stageSrc("  tasks = -1"), "tasks is -1", 2},
+		{"search_trials zero", stageSrc("  search_trials = 0"), "search_trials is 0", 2},
+		{"unknown target", stageSrc("  target = \"a100-model\""), `unknown target "a100-model"`, 2},
+		{"threads zero", stageSrc("  threads = 0"), "threads is 0", 2},
+		{"batch zero", stageSrc("  batch = 0"), "batch is 0", 2},
+		{"greedy not a bool", stageSrc("  greedy = 3"), "Unsuitable value", 2},
+		{"policy name", stageSrc("  policy \"Baseline:x\" {\n    checkpoint = \"a.ckpt\"\n  }"), "Invalid policy name", 2},
+		{"policy twice", stageSrc("  policy \"sft\" {\n    checkpoint = \"a.ckpt\"\n  }\n  policy \"sft\" {\n    checkpoint = \"b.ckpt\"\n  }"), "Duplicate policy block", 5},
+		{"policy without checkpoint", stageSrc("  policy \"sft\" {\n  }"), "Missing required argument", 2},
+		{"policy checkpoint a number", stageSrc("  policy \"sft\" {\n    checkpoint = 3\n  }"), "checkpoint must be an upstream output (stage.sft.out.checkpoint)", 3},
+		{"policy unknown attribute", stageSrc("  policy \"sft\" {\n    checkpoint = \"a.ckpt\"\n    temperature = 1\n  }"), "Unsupported argument", 4},
+		{"nothing sampled", stageSrc("  attempts = 0\n  greedy = false\n  policy \"sft\" {\n    checkpoint = \"a.ckpt\"\n  }"), "No attempts", 2},
+		{"nothing to benchmark", stageSrc("  baselines = []"), "Nothing to benchmark", 1},
+		{"dataset_best without db", strings.Replace(stageSrc("  baselines = [\"dataset_best\"]"), "  db = \"db\"\n", "", 1), "Missing db", 2},
+		{"policies without heldout", strings.Replace(stageSrc("  policy \"rl\" {\n    checkpoint = \"a.ckpt\"\n  }"), "  heldout = \"heldout.jsonl\"\n", "", 1), "Missing heldout", 2},
+		{"no construction tasks", strings.Replace(stageSrc(""), "  construction_tasks = \"test_construction.jsonl\"\n", "", 1), "Missing required argument", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, got := load(t, c.src)
+			for _, l := range got {
+				if strings.Contains(l, c.want) && strings.HasSuffix(l, " @"+itoaLine(c.line)) {
+					return
+				}
+			}
+			t.Errorf("no diagnostic with %q on line %d; got:\n%s", c.want, c.line, strings.Join(got, "\n"))
+		})
+	}
+}
+
+func itoaLine(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func stageOf(t *testing.T, body string) *bench.Stage {
+	t.Helper()
+	cfg, diags := load(t, stageSrc(body))
+	if cfg == nil {
+		t.Fatalf("diagnostics: %v", diags)
+	}
+	for _, inst := range cfg.Instances {
+		if s, ok := inst.Stage.(*bench.Stage); ok {
+			return s
+		}
+	}
+	t.Fatal("no bench stage")
+	return nil
+}
+
+func params(s *bench.Stage) string {
+	var b strings.Builder
+	for _, p := range s.Params() {
+		b.WriteString(p.Name + "=" + p.Value + "\n")
+	}
+	return b.String()
+}
+
+func TestDecodeDefaultsAndKey(t *testing.T) {
+	s := stageOf(t, "")
+	sp := s.Spec()
+	want := bench.DefaultParams()
+	if !slices.Equal(sp.Baselines, bench.AllBaselines) || sp.Attempts != 4 || sp.Temperature != 0.8 || !sp.Greedy || sp.Constrained ||
+		sp.Tasks != 0 || sp.SearchTrials != 32 || sp.Target != "h100-model" || !sp.Numeric || sp.Seed != 1 || sp.MaxNew != want.MaxNew {
+		t.Fatalf("defaults: %+v", sp)
+	}
+	if err := sp.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Inputs()) != 5 || len(s.Outputs()) != 3 || len(sp.Policies) != 0 {
+		t.Fatalf("inputs %v outputs %v", s.Inputs(), s.Outputs())
+	}
+
+	// The policies: labelled, in order, each an input.
+	two := stageOf(t, "  policy \"sft\" {\n    checkpoint = \"sft.ckpt\"\n  }\n  policy \"rl\" {\n    checkpoint = \"rl.ckpt\"\n  }")
+	ps := two.Spec().Policies
+	if len(ps) != 2 || ps[0].Name != "sft" || ps[1].Name != "rl" || len(two.Inputs()) != 7 || two.Inputs()[6].Name != "policy.rl" {
+		t.Fatalf("policies %+v inputs %+v", ps, two.Inputs())
+	}
+	if !strings.Contains(params(two), "policies=[\"sft\",\"rl\"]\n") {
+		t.Errorf("params without the policies' names:\n%s", params(two))
+	}
+
+	// threads and batch are not in the key; baselines are in their
+	// canonical order whatever the order written; everything else is.
+	base := params(s)
+	for _, body := range []string{"  threads = 7", "  batch = 3", "  baselines = [\"dataset_best\", \"search\", \"random\", \"unscheduled\"]"} {
+		if got := params(stageOf(t, body)); got != base {
+			t.Errorf("%q changes the params:\n%s\n%s", body, got, base)
+		}
+	}
+	for _, body := range []string{"  attempts = 2", "  temperature = 1", "  top_k = 5", "  greedy = false", "  max_new = 9", "  constrained = true",
+		"  tasks = 3", "  search_trials = 5", "  target = \"h200-model\"", "  numeric = false", "  seed = 2", "  baselines = [\"search\"]"} {
+		if got := params(stageOf(t, body)); got == base {
+			t.Errorf("%q does not change the params", body)
+		}
+	}
+}

@@ -1,0 +1,420 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"dragonx/dragon"
+	"dragonx/internal/progress"
+	"dragonx/kernels/cudabench"
+	"dragonx/kernels/ir"
+	"dragonx/kernels/judge"
+	"dragonx/kernels/verdict"
+	"dragonx/kernels/vocab"
+	"dragonx/stages/job"
+	"dragonx/stages/sft"
+)
+
+// Model is a policy's model as the benchmark samples it (the torch build's
+// *dragon.Model).
+type Model interface {
+	// Context is the model's context length.
+	Context() int
+	SampleRows(ctx context.Context, rows []dragon.SampleRow, opts dragon.SampleOptions) ([]dragon.Sample, error)
+	Close()
+}
+
+// Loader loads the policies' checkpoints (the torch build's; nil without
+// libtorch).
+type Loader interface {
+	Load(path string, voc *vocab.Vocab) (Model, error)
+	Close()
+}
+
+// NewLoader makes a Loader with libtorch's threads and seed.
+type NewLoader func(threads int, seed int64, logf func(string, ...any)) (Loader, error)
+
+// eosID is <eos>, always id 1 in kernels/vocab.
+const eosID = 1
+
+// runJob runs the benchmark described by the job: the policies (sampled
+// with the models newLoader loads; nil without libtorch), then the
+// baselines, and writes the outputs into the job's directory.
+func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) error {
+	var sp Spec
+	dec := json.NewDecoder(bytes.NewReader(j.Spec))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sp); err != nil {
+		return fmt.Errorf("decoding the spec: %w", err)
+	}
+	if err := sp.Validate(); err != nil {
+		return fmt.Errorf("invalid spec: %w", err)
+	}
+	if len(sp.Policies) > 0 && newLoader == nil {
+		return errors.New("built without libtorch: a bench job with policies runs in dragonx-torch (this program built with -tags=torch; `make build` makes both)")
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(env.Log, "bench: "+format+"\n", args...) }
+	path := func(name string) string { return filepath.Join(j.Dir, filepath.FromSlash(name)) }
+	start := time.Now()
+
+	tasks, err := ReadTasks(path(sp.Files["construction_tasks"]), path(sp.Files["refinement_prompts"]), sp.Tasks)
+	if err != nil {
+		return err
+	}
+	var voc *vocab.Vocab
+	if sp.Files["vocab"] != "" {
+		if voc, err = sft.LoadVocab(path(sp.Files["vocab"])); err != nil {
+			return err
+		}
+	}
+	if sp.Files["heldout"] != "" {
+		if voc == nil {
+			return errors.New("heldout.jsonl without a vocabulary file")
+		}
+		hf, err := os.Open(path(sp.Files["heldout"]))
+		if err != nil {
+			return err
+		}
+		held, err := sft.ReadHeldout(hf, "heldout.jsonl", voc.VocabSize())
+		hf.Close()
+		if err != nil {
+			return err
+		}
+		if err := AttachPrompts(tasks, held); err != nil {
+			return err
+		}
+	}
+	gateDir, err := os.MkdirTemp("", "dragonx-bench-gate-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(gateDir)
+	js, err := newJudges(sp, voc, gateDir)
+	if err != nil {
+		return err
+	}
+	var phases []verdict.Phase
+	if len(tasks) > 0 {
+		w, err := js.workload(tasks[0])
+		if err != nil {
+			return err
+		}
+		phases = w.judge.Phases()
+	}
+	st, err := openState(j.StateDir, sp, logf)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+
+	r := &run{sp: sp, tasks: tasks, voc: voc, js: js, st: st, logf: logf, rep: env.Progress, dir: j.Dir,
+		total: len(tasks) * (len(sp.Policies) + len(sp.Baselines))}
+	r.done = st.count()
+	logf("%d construction tasks and %d refinement prompts; %d policies, baselines %v; target %s (%s); %d groups done before", countKind(tasks, KindConstruction), countKind(tasks, KindRefinement), len(sp.Policies), sp.Baselines, sp.Target, js.source, r.done)
+
+	if len(sp.Policies) > 0 {
+		ld, err := newLoader(sp.Threads, sp.Seed, logf)
+		if err != nil {
+			return err
+		}
+		defer ld.Close()
+		for _, p := range sp.Policies {
+			if err := r.policy(ctx, ld, p); err != nil {
+				return fmt.Errorf("policy %s: %w", p.Name, err)
+			}
+		}
+	}
+	for _, b := range sp.Baselines {
+		if err := r.baseline(ctx, b); err != nil {
+			return fmt.Errorf("baseline %s: %w", b, err)
+		}
+	}
+
+	// The outputs, from the state's groups.
+	var entries []entry
+	var all []*Attempt
+	add := func(name string, baseline bool) error {
+		var atts []*Attempt
+		for _, t := range tasks {
+			g, ok := st.get(name, t)
+			if !ok {
+				return fmt.Errorf("internal error: no attempts of %s at %s", name, t.Name())
+			}
+			atts = append(atts, g...)
+		}
+		entries = append(entries, entry{name: name, baseline: baseline, attempts: atts})
+		all = append(all, atts...)
+		return nil
+	}
+	for _, p := range sp.Policies {
+		if err := add(p.Name, false); err != nil {
+			return err
+		}
+	}
+	for _, b := range sp.Baselines {
+		if err := add(BaselinePrefix+b, true); err != nil {
+			return err
+		}
+	}
+	return writeOutputs(j.Dir, sp, js.source, entries, all, phases, logf, start)
+}
+
+func countKind(tasks []*Task, kind string) int {
+	n := 0
+	for _, t := range tasks {
+		if t.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// writeOutputs writes attempts.jsonl, per_task.csv and summary.json.
+func writeOutputs(dir string, sp Spec, source string, entries []entry, all []*Attempt, phases []verdict.Phase, logf func(string, ...any), start time.Time) error {
+	atts, err := encodeAttempts(all)
+	if err != nil {
+		return err
+	}
+	per, err := encodePerTask(all)
+	if err != nil {
+		return err
+	}
+	sum := summarize(sp, source, entries, phases)
+	sb, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return fmt.Errorf("summary.json: %w", err)
+	}
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{AttemptsFile, atts}, {PerTaskFile, per}, {SummaryFile, append(sb, '\n')}} {
+		if err := sft.WriteAtomic(filepath.Join(dir, f.name), func(w io.Writer) error { _, err := w.Write(f.b); return err }); err != nil {
+			return err
+		}
+	}
+	for _, p := range sum.Policies {
+		for _, g := range []struct {
+			kind string
+			g    Group
+		}{{KindConstruction, p.Construction}, {KindRefinement, p.Refinement}} {
+			gm := "none"
+			if g.g.GeomeanSpeedup != nil {
+				gm = fmt.Sprintf("%.3g", *g.g.GeomeanSpeedup)
+			}
+			logf("%s %s: %d tasks, %d/%d attempts correct, pass@1 %.3f, fast_1 %.3f, geomean speedup %s (%s, simulated unless measured)",
+				p.Name, g.kind, g.g.Tasks, g.g.Correct, g.g.Attempts, g.g.PassAt1, g.g.FastP["1"], gm, source)
+		}
+	}
+	logf("done in %.1f s", time.Since(start).Seconds())
+	return nil
+}
+
+// run is one benchmark run's state.
+type run struct {
+	sp    Spec
+	tasks []*Task
+	voc   *vocab.Vocab
+	js    *judges
+	st    *state
+	logf  func(string, ...any)
+	rep   progress.Reporter
+	dir   string
+
+	mu          sync.Mutex
+	done, total int
+}
+
+// progress reports a finished group of name's, with that entry's ETA.
+func (r *run) progress(name string, done, todo int, since time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done++
+	note := fmt.Sprintf("%s %d/%d tasks", name, done, todo)
+	if done > 0 && done < todo {
+		eta := time.Duration(float64(time.Since(since)) / float64(done) * float64(todo-done))
+		note += ", ETA " + eta.Round(time.Second).String()
+	}
+	r.rep.Report(progress.Event{Done: int64(r.done), Total: int64(r.total), Unit: "tasks", Note: note})
+}
+
+// todo returns the tasks name has no attempts at yet.
+func (r *run) todo(name string) []*Task {
+	var out []*Task
+	for _, t := range r.tasks {
+		if _, ok := r.st.get(name, t); !ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// baselineUS returns the task's baseline latency in µs (nil without one).
+func (r *run) baselineUS(ctx context.Context, t *Task) (*float64, error) {
+	w, err := r.js.workload(t)
+	if err != nil {
+		return nil, err
+	}
+	var res *judge.Result
+	if t.Kind == KindConstruction {
+		res, err = w.unscheduled(ctx)
+	} else {
+		res, err = w.judge.JudgeScript(ctx, []byte(t.Source))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: judging its baseline: %w", t.Name(), err)
+	}
+	if res.OK && res.LatencyS != nil && *res.LatencyS > 0 {
+		us := *res.LatencyS * 1e6
+		return &us, nil
+	}
+	return nil, nil
+}
+
+// attempt turns a judgement into an attempt of task t.
+func (r *run) attempt(name string, t *Task, i int, greedy bool, res *judge.Result, base *float64, tokens int) *Attempt {
+	a := &Attempt{Policy: name, Task: t.Kind, Index: t.Index, Hash: t.Hash, Family: t.Family, Attempt: i, Greedy: greedy,
+		Phase: string(res.Phase), OK: res.OK, Error: res.Error, Source: r.js.source, BaselineUS: base, Tokens: tokens}
+	if res.OK && res.LatencyS != nil {
+		us := *res.LatencyS * 1e6
+		a.LatencyUS = &us
+		if res.LatencySource != "" {
+			a.Source = res.LatencySource
+		}
+	}
+	a.setSpeedup()
+	return a
+}
+
+// failed is an attempt that did not get to the judge (phase decode: nothing
+// passed).
+func (r *run) failed(name string, t *Task, i int, greedy bool, why string, base *float64) *Attempt {
+	return &Attempt{Policy: name, Task: t.Kind, Index: t.Index, Hash: t.Hash, Family: t.Family, Attempt: i, Greedy: greedy,
+		Phase: string(judge.PhaseDecode), Error: why, Source: r.js.source, BaselineUS: base}
+}
+
+// parallel runs f(0..n-1) on workers goroutines and returns the first error
+// (cancelling the rest).
+func parallel(ctx context.Context, n, workers int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	errs := make([]error, max(1, min(workers, n)))
+	var wg sync.WaitGroup
+	for w := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if errs[w] != nil {
+					continue
+				}
+				if err := f(ctx, i); err != nil {
+					errs[w] = err
+					cancel()
+				}
+			}
+		}()
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	// The first real failure, rather than the cancellations it caused.
+	var first error
+	for _, err := range errs {
+		if err != nil && (first == nil || errors.Is(first, context.Canceled) && !errors.Is(err, context.Canceled)) {
+			first = err
+		}
+	}
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// judges holds the judge of each workload and what the baselines share.
+type judges struct {
+	opts   judge.Options
+	cuda   bool
+	source string
+
+	mu sync.Mutex
+	m  map[string]*workloadJudge
+}
+
+// workloadJudge is one workload's judge, built once.
+type workloadJudge struct {
+	once  sync.Once
+	f     *ir.PrimFunc
+	judge *judge.Judge
+	err   error
+
+	unschedOnce sync.Once
+	unsched     *judge.Result
+	unschedErr  error
+}
+
+// newJudges returns the judges' factory: every phase up to the numerical
+// gate (numeric) or the static verdict, then the latency on the target.
+func newJudges(sp Spec, voc *vocab.Vocab, gateDir string) (*judges, error) {
+	model := sp.Target
+	if model == TargetCUDA {
+		model = defaultTarget // replaced by the GPU, per workload
+	}
+	opts, err := sft.JudgeOptions(sft.EvalSpec{Numeric: sp.Numeric, Target: model, MaxNew: 1}, voc, sp.Seed, gateDir)
+	if err != nil {
+		return nil, err
+	}
+	js := &judges{opts: opts, cuda: sp.Target == TargetCUDA, m: map[string]*workloadJudge{}}
+	js.source = "measured"
+	if l, ok := opts.Latency.(interface{ Label() string }); ok && !js.cuda {
+		js.source = l.Label()
+	}
+	return js, nil
+}
+
+// workload returns the judge of t's workload, building it on first use.
+func (js *judges) workload(t *Task) (*workloadJudge, error) {
+	js.mu.Lock()
+	w, ok := js.m[t.Hash]
+	if !ok {
+		w = &workloadJudge{}
+		js.m[t.Hash] = w
+	}
+	js.mu.Unlock()
+	w.once.Do(func() {
+		if w.f, w.err = t.Spec.Build(); w.err != nil {
+			return
+		}
+		opts := js.opts
+		if js.cuda {
+			opts.Latency = &cudabench.Source{Workload: w.f}
+		}
+		w.judge, w.err = judge.New(t.Spec, opts)
+	})
+	if w.err != nil {
+		return nil, fmt.Errorf("%s: the workload: %w", t.Name(), w.err)
+	}
+	return w, nil
+}
+
+// unscheduled judges the empty script: the workload with only the default
+// thread binding the postprocessors give it (RewriteUnboundBlock).
+func (w *workloadJudge) unscheduled(ctx context.Context) (*judge.Result, error) {
+	w.unschedOnce.Do(func() { w.unsched, w.unschedErr = w.judge.JudgeScript(ctx, nil) })
+	return w.unsched, w.unschedErr
+}

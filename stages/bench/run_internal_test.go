@@ -1,0 +1,422 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"dragonx/dragon"
+	"dragonx/internal/progress"
+	"dragonx/kernels/dataset"
+	kencode "dragonx/kernels/encode"
+	"dragonx/kernels/sample"
+	"dragonx/kernels/search"
+	"dragonx/kernels/tunedb"
+	"dragonx/kernels/verdict"
+	"dragonx/kernels/vocab"
+	"dragonx/stages/job"
+)
+
+// The held-out test files of the encode stage's test data: 2 construction
+// tasks and 4 refinement prompts.
+const testFiles = "../encode/testdata/dataset"
+
+// writeInputs writes the bench's inputs into dir/in: the test files,
+// heldout.jsonl encoded from them as the encode stage does, the
+// vocabulary, and a tuning database of a few design-space draws per
+// workload.
+func writeInputs(t testing.TB, dir string) {
+	t.Helper()
+	in := filepath.Join(dir, inputDir)
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	voc, err := vocab.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyFile := func(src, dst string) []byte {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(in, dst), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	copyFile("../sft/testdata/vocab.txt", inputFiles["vocab"])
+	cb := copyFile(filepath.Join(testFiles, dataset.TestConstructionFile), inputFiles["construction_tasks"])
+	rb := copyFile(filepath.Join(testFiles, dataset.TestRefinementFile), inputFiles["refinement_prompts"])
+	cons, err := dataset.Read[dataset.ConstructionTask](bytes.NewReader(cb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := dataset.Read[dataset.RefinementPrompt](bytes.NewReader(rb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held bytes.Buffer
+	line := func(kind string, i int, w dataset.Workload, p kencode.Prompt) {
+		text, err := p.Format()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := voc.Encode(string(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, _ := w.Spec.MarshalJSON()
+		b, _ := json.Marshal(map[string]any{"task": kind, "index": i, "workload": json.RawMessage(spec), "hash": w.Hash, "family": w.Family, "prompt": ids})
+		held.Write(append(b, '\n'))
+	}
+	db, err := tunedb.Open(filepath.Join(in, inputFiles["db"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cons {
+		line(KindConstruction, i, c.Value.Workload, kencode.Prompt{Kernel: []byte(c.Value.Kernel), Bucket: -1})
+		w := c.Value.Workload
+		wi, err := db.CommitWorkload(w.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := w.Spec.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		draws, err := sample.Draw(context.Background(), f, 7, 6, sample.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, d := range draws {
+			if d.OK() {
+				rec := &tunedb.Record{Workload: wi, Trace: d.Trace, RunSecs: []float64{1e-5 * float64(6-k)}, Target: search.TargetConfig("h100-model"), ArgsInfo: tunedb.ArgsInfo(f), LatencySource: "model:h100"}
+				if err := db.CommitRecord(rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for i, r := range refs {
+		b, err := kencode.LatencyBucket(r.Value.Source.LatencyS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line(KindRefinement, i, r.Value.Workload, kencode.Prompt{Kernel: []byte(r.Value.Kernel), Script: []byte(r.Value.Source.Script), Bucket: b})
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, inputFiles["heldout"]), held.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeLoader's models write, for a row, the script of a design-space draw
+// of the prompt's workload chosen by the row's seed (greedy rows: draw 0),
+// or, for one row in three, tokens that are no script; a policy named
+// "cut" never writes <eos>. Every row depends on its prompt and seed only.
+type fakeLoader struct {
+	voc *vocab.Vocab
+
+	mu     sync.Mutex
+	rows   int
+	spaces map[string]*sample.Space
+}
+
+type fakeModel struct {
+	l   *fakeLoader
+	cut bool
+}
+
+func (l *fakeLoader) Load(path string, voc *vocab.Vocab) (Model, error) {
+	return &fakeModel{l: l, cut: strings.Contains(path, "policy-cut")}, nil
+}
+func (l *fakeLoader) Close()      {}
+func (m *fakeModel) Context() int { return 4096 }
+func (m *fakeModel) Close()       {}
+
+func (m *fakeModel) SampleRows(ctx context.Context, rows []dragon.SampleRow, opts dragon.SampleOptions) ([]dragon.Sample, error) {
+	out := make([]dragon.Sample, len(rows))
+	for i, r := range rows {
+		text, err := m.l.voc.Decode(r.Prompt)
+		if err != nil {
+			return nil, err
+		}
+		p, f, err := kencode.ParsePrompt([]byte(text))
+		if err != nil {
+			return nil, err
+		}
+		seed := r.Seed
+		if opts.Temperature == 0 {
+			seed = 0
+		}
+		if seed%3 == 1 {
+			out[i].Tokens = []int{5, 6, 7, eosID}
+			out[i].Stopped = true
+			continue
+		}
+		m.l.mu.Lock()
+		m.l.rows++
+		sp, ok := m.l.spaces[string(p.Kernel)]
+		if !ok {
+			if sp, err = sample.NewSpace(ctx, f, 1, sample.Options{}); err != nil {
+				m.l.mu.Unlock()
+				return nil, err
+			}
+			m.l.spaces[string(p.Kernel)] = sp
+		}
+		m.l.mu.Unlock()
+		d, err := sp.Draw(ctx, seed, 0)
+		if err != nil {
+			return nil, err
+		}
+		script, err := kencode.Encode(f, d.Trace)
+		if err != nil {
+			return nil, err
+		}
+		ids, err := m.l.voc.Encode(string(script))
+		if err != nil {
+			return nil, err
+		}
+		if r.MaxNew > 0 && len(ids) >= r.MaxNew {
+			ids = ids[:r.MaxNew]
+		} else if !m.cut {
+			ids = append(ids, eosID)
+			out[i].Stopped = true
+		}
+		out[i].Tokens = ids
+	}
+	return out, nil
+}
+
+func testSpec() Spec {
+	sp := Spec{Params: DefaultParams(), Threads: 2, Batch: 3, Files: map[string]string{}}
+	for name, file := range inputFiles {
+		sp.Files[name] = inputDir + "/" + file
+	}
+	sp.Attempts, sp.MaxNew, sp.SearchTrials, sp.Numeric = 2, 2000, 4, false
+	sp.Policies = []Policy{{Name: "sft", Checkpoint: inputDir + "/policy-sft.ckpt"}, {Name: "cut", Checkpoint: inputDir + "/policy-cut.ckpt"}}
+	return sp
+}
+
+// runFake runs the benchmark of sp on the test inputs in a fresh directory
+// and returns the outputs and the rows the fake models sampled.
+func runFake(t *testing.T, sp Spec, stateDir string) (map[string][]byte, int) {
+	t.Helper()
+	dir := t.TempDir()
+	writeInputs(t, dir)
+	spec, err := json.Marshal(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	voc, _ := vocab.Default()
+	ld := &fakeLoader{voc: voc, spaces: map[string]*sample.Space{}}
+	var log bytes.Buffer
+	j := &job.Job{Kind: "bench", Version: Version, Spec: spec, Dir: dir, StateDir: stateDir, Shards: 1}
+	err = runJob(context.Background(), j, &job.Env{Progress: progress.Nop{}, Log: &log}, func(int, int64, func(string, ...any)) (Loader, error) { return ld, nil })
+	if err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, log.String())
+	}
+	out := map[string][]byte{}
+	for _, name := range []string{AttemptsFile, SummaryFile, PerTaskFile} {
+		if out[name], err = os.ReadFile(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out, ld.rows
+}
+
+func readAttempts(t *testing.T, b []byte) []*Attempt {
+	t.Helper()
+	var out []*Attempt
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		var a Attempt
+		if err := dec.Decode(&a); err != nil {
+			t.Fatalf("attempts.jsonl: %v: %s", err, sc.Bytes())
+		}
+		out = append(out, &a)
+	}
+	return out
+}
+
+// checkInvariants checks the outputs' schema and invariants: the number
+// of attempts per policy and task, the order, speedup null iff not ok (with
+// a baseline), sources labelled, phase counts falling phase by phase.
+func checkInvariants(t *testing.T, sp Spec, out map[string][]byte, tasks int) {
+	t.Helper()
+	atts := readAttempts(t, out[AttemptsFile])
+	if !slices.IsSortedFunc(atts, less) {
+		t.Error("attempts.jsonl is not sorted by (policy, task, index, attempt)")
+	}
+	per := map[string]int{}
+	for _, a := range atts {
+		per[a.Policy]++
+		if a.Source != "model:h100" {
+			t.Errorf("attempt %+v: source %q", a, a.Source)
+		}
+		if a.BaselineUS == nil {
+			t.Errorf("attempt %s %s/%d: no baseline", a.Policy, a.Task, a.Index)
+		}
+		if (a.Speedup != nil) != a.OK || (a.LatencyUS != nil) != a.OK {
+			t.Errorf("attempt %s %s/%d/%d: ok %v, latency %v, speedup %v", a.Policy, a.Task, a.Index, a.Attempt, a.OK, a.LatencyUS, a.Speedup)
+		}
+		if a.OK && a.Phase != string(verdict.PhaseLatency) || !a.OK && a.Error == "" {
+			t.Errorf("attempt %+v: phase %s, error %q", a, a.Phase, a.Error)
+		}
+		if strings.HasPrefix(a.Policy, BaselinePrefix) && (a.Greedy || a.Tokens != 0) {
+			t.Errorf("baseline attempt %+v is greedy or has tokens", a)
+		}
+	}
+	rows := sp.rowsPerTask()
+	want := map[string]int{}
+	for _, p := range sp.Policies {
+		want[p.Name] = tasks * rows
+	}
+	for _, b := range sp.Baselines {
+		want[BaselinePrefix+b] = tasks
+		if b == BaselineRandom {
+			want[BaselinePrefix+b] = tasks * rows
+		}
+	}
+	if fmt.Sprint(per) != fmt.Sprint(want) {
+		t.Errorf("attempts per policy %v, want %v", per, want)
+	}
+	var sum Summary
+	dec := json.NewDecoder(bytes.NewReader(out[SummaryFile]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Source != "model:h100" || sum.Measured || len(sum.Policies) != len(sp.Policies)+len(sp.Baselines) {
+		t.Errorf("summary: %+v", sum)
+	}
+	phases := []string{"decode", "parse", "replay", "postproc", "verify", "latency"}
+	for _, p := range sum.Policies {
+		for _, g := range []Group{p.Construction, p.Refinement} {
+			prev := g.Attempts
+			for _, ph := range phases {
+				n, ok := g.Phases[ph]
+				if !ok || n > prev {
+					t.Errorf("%s: phases %v do not fall phase by phase (%s)", p.Name, g.Phases, ph)
+				}
+				prev = n
+			}
+			if prev != g.Correct {
+				t.Errorf("%s: %d passed the latency phase, %d correct", p.Name, prev, g.Correct)
+			}
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(string(out[PerTaskFile])), "\n")
+	if lines[0] != strings.Join(PerTaskHeader, ",") || len(lines)-1 != tasks*len(want) {
+		t.Errorf("per_task.csv has %d rows, want %d:\n%s", len(lines)-1, tasks*len(want), out[PerTaskFile])
+	}
+}
+
+// TestRunFake runs the benchmark end to end with models that write
+// design-space draws: the outputs' schema and invariants, the same bytes
+// with another batch size and thread count, and a resume after an
+// interruption.
+func TestRunFake(t *testing.T) {
+	sp := testSpec()
+	first, rows := runFake(t, sp, "")
+	checkInvariants(t, sp, first, 6)
+	if os.Getenv("BENCH_DUMP") != "" {
+		os.WriteFile("/tmp/bench-dump-attempts.jsonl", first[AttemptsFile], 0o644)
+		os.WriteFile("/tmp/bench-dump-summary.json", first[SummaryFile], 0o644)
+		os.WriteFile("/tmp/bench-dump-per_task.csv", first[PerTaskFile], 0o644)
+	}
+	atts := readAttempts(t, first[AttemptsFile])
+	// The model that never writes <eos> is never correct; the other is
+	// sometimes; the unscheduled kernel and the dataset's best always
+	// are here.
+	ok := map[string]int{}
+	for _, a := range atts {
+		if a.OK {
+			ok[a.Policy]++
+		}
+	}
+	if ok["cut"] != 0 || ok["sft"] == 0 || ok["baseline:unscheduled"] != 6 || ok["baseline:dataset_best"] == 0 {
+		t.Errorf("correct attempts per policy: %v", ok)
+	}
+	if rows == 0 {
+		t.Fatal("the fake models sampled nothing")
+	}
+
+	// Batch size and threads do not change the bytes.
+	other := sp
+	other.Batch, other.Threads = 1, 1
+	second, _ := runFake(t, other, "")
+	for name, b := range first {
+		if !bytes.Equal(b, second[name]) {
+			t.Errorf("%s differs between batch 3 / 2 threads and batch 1 / 1 thread", name)
+		}
+	}
+
+	// Resume: a state with the header, two finished groups and a torn
+	// line: the run samples only the rest, and writes the same bytes.
+	state := t.TempDir()
+	if _, all := runFake(t, sp, state); all != rows {
+		t.Fatalf("a run with a state directory sampled %d rows, without %d", all, rows)
+	}
+	b, err := os.ReadFile(filepath.Join(state, stateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	torn := slices.Concat(lines[0], lines[1], lines[2], lines[3][:len(lines[3])/2])
+	if err := os.WriteFile(filepath.Join(state, stateFile), torn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resumed, again := runFake(t, sp, state)
+	if again >= rows {
+		t.Errorf("the resumed run sampled %d rows, a fresh one %d", again, rows)
+	}
+	for name, b := range first {
+		if !bytes.Equal(b, resumed[name]) {
+			t.Errorf("%s differs after a resume", name)
+		}
+	}
+	// A state of other parameters is not used.
+	other = sp
+	other.Seed = 2
+	if _, n := runFake(t, other, state); n == 0 {
+		t.Error("a run of another seed sampled nothing: it used the state of seed 1")
+	}
+}
+
+// TestRunBaselinesOnly: without policies (and without heldout.jsonl and a
+// model), the baselines run alone; a job with policies and no loader
+// says it needs libtorch.
+func TestRunBaselinesOnly(t *testing.T) {
+	sp := testSpec()
+	sp.Policies = nil
+	sp.Tasks = 1
+	out, _ := runFake(t, sp, "")
+	checkInvariants(t, sp, out, 2)
+
+	sp = testSpec()
+	spec, _ := json.Marshal(sp)
+	dir := t.TempDir()
+	err := runJob(context.Background(), &job.Job{Kind: "bench", Version: Version, Spec: spec, Dir: dir, Shards: 1}, &job.Env{Progress: progress.Nop{}, Log: &bytes.Buffer{}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "dragonx-torch") {
+		t.Errorf("policies without libtorch: %v", err)
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Error("wrong error")
+	}
+}

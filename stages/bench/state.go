@@ -1,0 +1,175 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// stateFile is the resume state in the job's state directory: a header
+// naming the parameters, then one line per finished (policy, task) group
+// with its attempts. An interrupted run resumes after its last whole line.
+const stateFile = "groups.jsonl"
+
+// stateHeader is the state file's first line.
+type stateHeader struct {
+	Bench string `json:"bench_state"`
+}
+
+// stateGroup is one finished group.
+type stateGroup struct {
+	Policy   string     `json:"policy"`
+	Task     string     `json:"task"`
+	Index    int        `json:"index"`
+	Attempts []*Attempt `json:"attempts"`
+}
+
+// state holds the finished groups, in memory and (with a state directory)
+// in the state file.
+type state struct {
+	mu     sync.Mutex
+	groups map[string][]*Attempt
+	f      *os.File
+}
+
+func groupKey(policy, kind string, index int) string {
+	return fmt.Sprintf("%s\x00%s\x00%d", policy, kind, index)
+}
+
+// stateID names what the state's groups depend on: the kind's version and
+// the parameters (the state directory is the stage key's, so the inputs
+// are the same).
+func stateID(sp Spec) string {
+	b, _ := json.Marshal(struct {
+		V string
+		P Params
+		N []Policy
+	}{Version, sp.Params, sp.Policies})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// openState reads the groups an earlier attempt finished in dir and opens
+// the state file to append to ("" dir: no resume, memory only).
+func openState(dir string, sp Spec, logf func(string, ...any)) (*state, error) {
+	st := &state{groups: map[string][]*Attempt{}}
+	if dir == "" {
+		return st, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, stateFile)
+	id := stateID(sp)
+	good, err := readState(path, id, st.groups)
+	if err != nil {
+		logf("not resuming: %v", err)
+		st.groups = map[string][]*Attempt{}
+		good = 0
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	// Drop a torn last line (and a stale file).
+	if err := f.Truncate(good); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(good, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if good == 0 {
+		b, _ := json.Marshal(stateHeader{Bench: id})
+		if _, err := f.Write(append(b, '\n')); err != nil {
+			f.Close()
+			return nil, err
+		}
+	} else {
+		logf("resuming: %d (policy, task) groups finished by an earlier attempt", len(st.groups))
+	}
+	st.f = f
+	return st, nil
+}
+
+// readState reads the state file into groups and returns the length of its
+// whole, valid lines; an error when the file is another run's.
+func readState(path, id string, groups map[string][]*Attempt) (int64, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var good int64
+	r := bufio.NewReader(bytes.NewReader(b))
+	for n := 0; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			break // EOF: a line without its newline is torn
+		}
+		if n == 0 {
+			var h stateHeader
+			if json.Unmarshal(line, &h) != nil || h.Bench != id {
+				return 0, errors.New("the state file is of other parameters")
+			}
+		} else {
+			var g stateGroup
+			if json.Unmarshal(line, &g) != nil || len(g.Attempts) == 0 {
+				break
+			}
+			groups[groupKey(g.Policy, g.Task, g.Index)] = g.Attempts
+		}
+		good += int64(len(line))
+	}
+	return good, nil
+}
+
+// get returns the attempts of policy at task t, if finished.
+func (s *state) get(policy string, t *Task) ([]*Attempt, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.groups[groupKey(policy, t.Kind, t.Index)]
+	return g, ok
+}
+
+// count is the number of finished groups.
+func (s *state) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.groups)
+}
+
+// put records a finished group.
+func (s *state) put(policy string, t *Task, atts []*Attempt) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups[groupKey(policy, t.Kind, t.Index)] = atts
+	if s.f == nil {
+		return nil
+	}
+	b, err := json.Marshal(stateGroup{Policy: policy, Task: t.Kind, Index: t.Index, Attempts: atts})
+	if err != nil {
+		return err
+	}
+	if _, err := s.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("the resume state: %w", err)
+	}
+	return nil
+}
+
+func (s *state) close() {
+	if s.f != nil {
+		s.f.Close()
+	}
+}

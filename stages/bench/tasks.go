@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"dragonx/kernels/dataset"
+	"dragonx/kernels/workload"
+	"dragonx/stages/sft"
+)
+
+// Task kinds, as in heldout.jsonl.
+const (
+	KindConstruction = "construction"
+	KindRefinement   = "refinement"
+)
+
+// Task is a held-out task: a construction task or a refinement prompt of
+// harvest's test files, with its encoded prompt (from heldout.jsonl, when
+// policies sample).
+type Task struct {
+	Kind   string
+	Index  int
+	Hash   string
+	Family string
+	Spec   *workload.Spec
+	// Source is a refinement prompt's script ("" for construction).
+	Source string
+	// Prompt is the encoded prompt (nil without heldout.jsonl).
+	Prompt []int
+}
+
+// Name is the task's name in logs and errors ("construction/3").
+func (t *Task) Name() string { return fmt.Sprintf("%s/%d", t.Kind, t.Index) }
+
+func readEntries[T any](path string, read func(io.Reader) ([]dataset.Entry[T], error)) ([]dataset.Entry[T], error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return read(f)
+}
+
+// ReadTasks reads the first n tasks (0: all) of harvest's test files, in
+// file order, construction tasks first.
+func ReadTasks(constructionPath, refinementPath string, n int) ([]*Task, error) {
+	cons, err := readEntries(constructionPath, dataset.Read[dataset.ConstructionTask])
+	if err != nil {
+		return nil, fmt.Errorf("the construction tasks: %w", err)
+	}
+	refs, err := readEntries(refinementPath, dataset.Read[dataset.RefinementPrompt])
+	if err != nil {
+		return nil, fmt.Errorf("the refinement prompts: %w", err)
+	}
+	var tasks []*Task
+	for i, c := range cons {
+		if n > 0 && i >= n {
+			break
+		}
+		w := c.Value.Workload
+		tasks = append(tasks, &Task{Kind: KindConstruction, Index: i, Hash: w.Hash, Family: w.Family, Spec: w.Spec})
+	}
+	for i, r := range refs {
+		if n > 0 && i >= n {
+			break
+		}
+		w := r.Value.Workload
+		tasks = append(tasks, &Task{Kind: KindRefinement, Index: i, Hash: w.Hash, Family: w.Family, Spec: w.Spec, Source: r.Value.Source.Script})
+	}
+	return tasks, nil
+}
+
+// AttachPrompts gives each task its prompt from heldout.jsonl's records
+// (encode writes the task of index i of each test file as the record of
+// that kind and index); a task without a record, or whose record is of
+// another workload, is an error: heldout.jsonl was not encoded from these
+// test files.
+func AttachPrompts(tasks []*Task, held []sft.HeldoutRecord) error {
+	by := map[taskKey]*sft.HeldoutRecord{}
+	for i := range held {
+		h := &held[i]
+		by[taskKey{h.Task, h.Index}] = h
+	}
+	for _, t := range tasks {
+		h, ok := by[taskKey{t.Kind, t.Index}]
+		if !ok {
+			return fmt.Errorf("heldout.jsonl has no %s task %d: it was not encoded from these test files", t.Kind, t.Index)
+		}
+		if h.Hash != t.Hash {
+			return fmt.Errorf("heldout.jsonl's %s task %d is of workload %.12s, the test file's of %.12s: it was not encoded from these test files", t.Kind, t.Index, h.Hash, t.Hash)
+		}
+		t.Prompt = h.Prompt
+	}
+	return nil
+}

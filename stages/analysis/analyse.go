@@ -163,7 +163,7 @@ func (a *analyser) mainSection() error {
 	for _, b := range a.in.benches {
 		for _, p := range b.summary.Policies {
 			for _, task := range taskKinds {
-				if g := p.group(task); g != nil {
+				if g := group(&p, task); g != nil {
 					passK = append(passK, g.PassAtK)
 					fastP = append(fastP, g.FastP)
 				}
@@ -186,7 +186,7 @@ func (a *analyser) mainSection() error {
 			s := b.summary
 			for _, p := range s.Policies {
 				for _, task := range taskKinds {
-					g := p.group(task)
+					g := group(&p, task)
 					if g == nil {
 						continue
 					}
@@ -252,7 +252,7 @@ func sortedSet(m map[string]bool) []string {
 }
 
 // policy returns the bench's policy called name, or nil.
-func (b *bench) policy(name string) *Policy {
+func (b *benchData) policy(name string) *benchPolicy {
 	for i := range b.summary.Policies {
 		if b.summary.Policies[i].Name == name {
 			return &b.summary.Policies[i]
@@ -262,7 +262,7 @@ func (b *bench) policy(name string) *Policy {
 }
 
 // comparison returns the bench's comparison of a against b on task, or nil.
-func (b *bench) comparison(x, y, task string) *Comparison {
+func (b *benchData) comparison(x, y, task string) *comparison {
 	for i := range b.summary.Comparisons {
 		c := &b.summary.Comparisons[i]
 		if c.A == x && c.B == y && c.Task == task {
@@ -284,14 +284,14 @@ func (a *analyser) sideBySide() reports.Table {
 		row := []string{b.name}
 		p := b.policy(RLPolicy)
 		for _, task := range taskKinds {
-			if g := groupOf(p, task); g != nil {
+			if g := group(p, task); g != nil {
 				row = append(row, pct(g.CorrectRate))
 			} else {
 				row = append(row, "–")
 			}
 		}
 		for _, task := range taskKinds {
-			if g := groupOf(p, task); g != nil {
+			if g := group(p, task); g != nil {
 				row = append(row, optNum(g.GeomeanSpeedup, 3))
 			} else {
 				row = append(row, "–")
@@ -309,13 +309,6 @@ func (a *analyser) sideBySide() reports.Table {
 	}
 	t.Notes = []string{fmt.Sprintf("The policy named %q of each bench; RL faster than SFT compares it with the policy named %q.", RLPolicy, SFTPolicy)}
 	return t
-}
-
-func groupOf(p *Policy, task string) *Group {
-	if p == nil {
-		return nil
-	}
-	return p.group(task)
 }
 
 // quoted returns the paper's figure with the given key (reports.Quoted.Key).
@@ -356,7 +349,7 @@ func (a *analyser) paperTable() reports.Table {
 	for _, task := range taskKinds {
 		var ours [][2]string
 		for _, b := range a.in.benches {
-			if g := groupOf(b.policy(RLPolicy), task); g != nil {
+			if g := group(b.policy(RLPolicy), task); g != nil {
 				ours = append(ours, [2]string{pct(g.CorrectRate), fmt.Sprintf("ours: bench %s, policy %s (numeric gate)", b.name, RLPolicy)})
 			}
 		}
@@ -447,7 +440,7 @@ func (a *analyser) figureSection() error {
 
 // familyBars is the correct rate of each policy on each workload family,
 // over every attempt (temperature and greedy).
-func familyBars(b *bench, task string) []plots.Bar {
+func familyBars(b *benchData, task string) []plots.Bar {
 	type key struct{ fam, pol string }
 	n, c := map[key]int{}, map[key]int{}
 	fams := map[string]bool{}
@@ -488,7 +481,7 @@ func familyTable(benchName, task string, bars []plots.Bar) reports.Table {
 
 // latencyPairs pairs the median latency of SFT's and RL's correct attempts
 // on each task (+Inf: none correct); finite says whether any is finite.
-func latencyPairs(b *bench, task string) ([]plots.Pair, bool) {
+func latencyPairs(b *benchData, task string) ([]plots.Pair, bool) {
 	type key struct {
 		index int
 		hash  string

@@ -17,6 +17,7 @@ import (
 	"dragonx/reports"
 	"dragonx/stages"
 	"dragonx/stages/analysis"
+	"dragonx/stages/bench"
 	_ "dragonx/stages/exec" // kind "exec", for an upstream stage
 )
 
@@ -240,7 +241,7 @@ func cell(t *testing.T, header, r []string, col string) string {
 func TestRunSample(t *testing.T) {
 	dir := runAnalysis(t, "")
 
-	var sum analysis.Summary
+	var sum bench.Summary
 	b, err := os.ReadFile("testdata/small/bench/summary.json")
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +257,7 @@ func TestRunSample(t *testing.T) {
 		t.Fatalf("main.csv has %d rows, want a header and %d", len(main), len(sum.Policies)*2)
 	}
 	for _, p := range sum.Policies {
-		for task, g := range map[string]*analysis.Group{"construction": p.Construction, "refinement": p.Refinement} {
+		for task, g := range map[string]*bench.Group{"construction": &p.Construction, "refinement": &p.Refinement} {
 			r := row(t, main[1:], "main", p.Name, p.Kind, task)
 			if got, want := cell(t, main[0], r, "per-attempt correct"), fmt.Sprintf("%.2f%% (%d)", 100*g.CorrectRate, g.Correct); got != want {
 				t.Errorf("%s %s correct %q, want %q", p.Name, task, got, want)

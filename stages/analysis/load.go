@@ -16,78 +16,31 @@ import (
 	"strings"
 
 	"dragonx/kernels/dataset"
+	"dragonx/stages/bench"
 )
 
-// Group is one task kind's figures of one policy in a bench's summary.json
-// (docs/pipeline.md ## bench).
-type Group struct {
-	Tasks             int                `json:"tasks"`
-	Attempts          int                `json:"attempts"`
-	Correct           int                `json:"correct"`
-	CorrectRate       float64            `json:"correct_rate"`
-	GreedyCorrectRate *float64           `json:"greedy_correct_rate"`
-	PassAt1           *float64           `json:"pass_at_1"`
-	PassAtK           map[string]float64 `json:"pass_at_k"`
-	FastP             map[string]float64 `json:"fast_p"`
-	GeomeanSpeedup    *float64           `json:"geomean_speedup"`
-	Phases            map[string]int     `json:"phases"`
-}
+// The bench's files are read into its own types (package stages/bench).
+type (
+	benchSummary = bench.Summary
+	benchGroup   = bench.Group
+	benchPolicy  = bench.PolicySummary
+	comparison   = bench.Comparison
+)
 
-// Policy is one policy or baseline of a bench.
-type Policy struct {
-	Name         string `json:"name"`
-	Kind         string `json:"kind"` // policy | baseline
-	Construction *Group `json:"construction"`
-	Refinement   *Group `json:"refinement"`
-}
-
-// group returns the policy's group of a task kind.
-func (p *Policy) group(task string) *Group {
-	if task == "construction" {
-		return p.Construction
+// group returns the policy's group of a task kind, nil when the policy
+// or the group's tasks are missing.
+func group(p *benchPolicy, task string) *benchGroup {
+	if p == nil {
+		return nil
 	}
-	return p.Refinement
-}
-
-// Comparison is one "a faster than b" count of a bench.
-type Comparison struct {
-	A       string `json:"a"`
-	B       string `json:"b"`
-	Task    string `json:"task"`
-	Tasks   int    `json:"tasks"`
-	AFaster int    `json:"a_faster"`
-	BFaster int    `json:"b_faster"`
-	Ties    int    `json:"ties"`
-}
-
-// Summary is a bench's summary.json.
-type Summary struct {
-	Version          int          `json:"version"`
-	Source           string       `json:"source"`
-	Measured         bool         `json:"measured"`
-	Attempts         int          `json:"attempts"`
-	Temperature      float64      `json:"temperature"`
-	Greedy           bool         `json:"greedy"`
-	FasterDefinition string       `json:"faster_definition"`
-	Policies         []Policy     `json:"policies"`
-	Comparisons      []Comparison `json:"comparisons"`
-}
-
-// Attempt is one line of a bench's attempts.jsonl.
-type Attempt struct {
-	Policy     string   `json:"policy"`
-	Task       string   `json:"task"`
-	Index      int      `json:"index"`
-	Hash       string   `json:"hash"`
-	Family     string   `json:"family"`
-	Attempt    int      `json:"attempt"`
-	Greedy     bool     `json:"greedy"`
-	Phase      string   `json:"phase"`
-	OK         bool     `json:"ok"`
-	LatencyUS  *float64 `json:"latency_us"`
-	Source     string   `json:"source"`
-	BaselineUS *float64 `json:"baseline_us"`
-	Speedup    *float64 `json:"speedup"`
+	g := &p.Refinement
+	if task == "construction" {
+		g = &p.Construction
+	}
+	if g.Tasks == 0 && g.Attempts == 0 {
+		return nil
+	}
+	return g
 }
 
 // TaskRow is one line of a bench's per_task.csv; MedianUS is +Inf when the
@@ -99,11 +52,11 @@ type TaskRow struct {
 	MedianUS                   float64
 }
 
-// bench is one bench's files.
-type bench struct {
+// benchData is one bench's files.
+type benchData struct {
 	name     string
-	summary  *Summary
-	attempts []Attempt
+	summary  *benchSummary
+	attempts []bench.Attempt
 	perTask  []TaskRow
 }
 
@@ -137,7 +90,7 @@ type harvestData struct {
 
 // inputs is everything an analysis reads.
 type inputs struct {
-	benches []*bench
+	benches []*benchData
 	sft     *sftData
 	rl      []*rlData
 	harvest *harvestData
@@ -148,7 +101,7 @@ func load(ctx context.Context, dir string, sp Spec) (*inputs, error) {
 	in := &inputs{}
 	p := func(parts ...string) string { return filepath.Join(append([]string{dir}, parts...)...) }
 	for _, name := range sp.Benches {
-		b := &bench{name: name}
+		b := &benchData{name: name}
 		if err := readJSON(p("bench", name, "summary.json"), &b.summary); err != nil {
 			return nil, err
 		}
@@ -209,13 +162,13 @@ func readJSON(path string, v any) error {
 
 // readAttempts reads attempts.jsonl, checking what the analysis relies on:
 // a speedup exactly on correct attempts, and every latency labelled.
-func readAttempts(path string) ([]Attempt, error) {
+func readAttempts(path string) ([]bench.Attempt, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []Attempt
+	var out []bench.Attempt
 	br := bufio.NewReader(f)
 	for n := 1; ; n++ {
 		line, rerr := br.ReadBytes('\n')
@@ -223,7 +176,7 @@ func readAttempts(path string) ([]Attempt, error) {
 			return nil, fmt.Errorf("%s: %w", path, rerr)
 		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
-			var a Attempt
+			var a bench.Attempt
 			if err := json.Unmarshal(t, &a); err != nil {
 				return nil, fmt.Errorf("%s: line %d: %w", path, n, err)
 			}

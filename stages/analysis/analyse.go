@@ -261,12 +261,18 @@ func (b *benchData) policy(name string) *benchPolicy {
 	return nil
 }
 
-// comparison returns the bench's comparison of a against b on task, or nil.
+// comparison returns the bench's comparison of x against y on task, or
+// nil. The bench compares each policy with the ones declared before it, so
+// the pair may be stored the other way round: it is then turned around.
 func (b *benchData) comparison(x, y, task string) *comparison {
 	for i := range b.summary.Comparisons {
-		c := &b.summary.Comparisons[i]
-		if c.A == x && c.B == y && c.Task == task {
-			return c
+		c := b.summary.Comparisons[i]
+		switch {
+		case c.Task != task:
+		case c.A == x && c.B == y:
+			return &c
+		case c.A == y && c.B == x:
+			return &comparison{A: x, B: y, Task: task, Tasks: c.Tasks, AFaster: c.BFaster, BFaster: c.AFaster, Ties: c.Ties}
 		}
 	}
 	return nil

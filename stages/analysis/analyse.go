@@ -305,7 +305,7 @@ func (a *analyser) sideBySide() reports.Table {
 		}
 		for _, task := range taskKinds {
 			if c := b.comparison(RLPolicy, SFTPolicy, task); c != nil {
-				row = append(row, fmt.Sprintf("%d/%d", c.AFaster, c.Tasks))
+				row = append(row, fmt.Sprintf("%d of %d", c.AFaster, c.Tasks))
 			} else {
 				row = append(row, "–")
 			}

@@ -54,7 +54,10 @@ func (b *barSeries) Plot(c draw.Canvas, p *plot.Plot) {
 		rect := []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}
 		c.FillPolygon(b.fill, c.ClipPolygonXY(rect))
 		c.StrokeLines(edge, c.ClipLinesXY(append(rect, rect[0]))...)
-		c.DrawGlyph(b.glyph, vg.Point{X: (x0 + x1) / 2, Y: y1 + b.glyph.Radius + vg.Points(1.5)})
+		// The glyph fits its bar: narrower bars, smaller glyphs.
+		g := b.glyph
+		g.Radius = min(g.Radius, (x1-x0)*0.45)
+		c.DrawGlyph(g, vg.Point{X: (x0 + x1) / 2, Y: y1 + g.Radius + vg.Points(1.5)})
 	}
 }
 
@@ -73,6 +76,9 @@ func (b *barSeries) DataRange() (xmin, xmax, ymin, ymax float64) {
 // the glyph on it.
 func (b *barSeries) Thumbnail(c *draw.Canvas) {
 	r := c.Rectangle
+	inset := (r.Max.Y - r.Min.Y) * 0.15
+	r.Min.Y += inset
+	r.Max.Y -= inset
 	c.FillPolygon(b.fill, []vg.Point{r.Min, {X: r.Max.X, Y: r.Min.Y}, r.Max, {X: r.Min.X, Y: r.Max.Y}})
 	c.DrawGlyph(b.glyph, c.Center())
 }
@@ -149,18 +155,38 @@ func FamilyCorrectness(bars []Bar, st Style) (*Figure, error) {
 			leg.Add(series[s], bs)
 		}
 	}
-	labels := make([]string, len(groups))
-	for g, name := range groups {
-		labels[g] = name
+	// A group's label carries n when its bars agree on it.
+	ncommon := make([]int, len(groups))
+	for g := range groups {
 		if len(ns[g]) == 1 {
 			for n := range ns[g] {
-				if n > 0 {
-					labels[g] = fmt.Sprintf("%s\nn=%d", name, n)
-				}
+				ncommon[g] = n
 			}
 		}
 	}
+	labels := make([]string, len(groups))
+	for g, name := range groups {
+		labels[g] = name
+		if ncommon[g] > 0 {
+			labels[g] = fmt.Sprintf("%s\nn=%d", name, ncommon[g])
+		}
+	}
 	p.NominalX(labels...)
+	p.X.Min, p.X.Max = -0.5, float64(len(groups))-0.5
+	if rot := labelRotation(p, l, labels); rot != 0 {
+		// Crowded: one line per label, slanted (or upright when even a
+		// slant would not fit), ending under its group.
+		for g, name := range groups {
+			labels[g] = name
+			if ncommon[g] > 0 {
+				labels[g] = fmt.Sprintf("%s n=%d", name, ncommon[g])
+			}
+		}
+		p.NominalX(labels...)
+		p.X.Tick.Label.Rotation = rot
+		p.X.Tick.Label.XAlign = draw.XRight
+		p.X.Tick.Label.YAlign = draw.YCenter
+	}
 	p.X.Min, p.X.Max = -0.5, float64(len(groups))-0.5
 	p.Y.Min, p.Y.Max = 0, 1.08 // room for the glyphs over a bar of 1
 	p.Y.Tick.Marker = rateTicks
@@ -177,4 +203,26 @@ func FamilyCorrectness(bars []Bar, st Style) (*Figure, error) {
 		SVG: svg,
 		PNG: png,
 	}, nil
+}
+
+// labelRotation is the rotation the x tick labels of p need not to run
+// into each other: 0 when the widest fits its group's slot, π/4 when a
+// slanted line fits (the slot is at least 1.5 lines high), else π/2.
+func labelRotation(p *plot.Plot, l look, labels []string) float64 {
+	fig := draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: l.width, Y: l.height}}}
+	data := p.DataCanvas(fig)
+	slot := (data.Max.X - data.Min.X) / vg.Length(len(labels))
+	sty := p.X.Tick.Label
+	var widest vg.Length
+	for _, lab := range labels {
+		widest = max(widest, sty.Width(lab))
+	}
+	switch {
+	case widest <= slot*0.9:
+		return 0
+	case slot >= sty.Height("X")*1.5:
+		return math.Pi / 4
+	default:
+		return math.Pi / 2
+	}
 }

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"fmt"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -48,9 +49,12 @@ func xys(x, y []float64) plotter.XYs {
 
 // LossCurves draws training and validation loss against the step: x is
 // the step, y the loss in nats per token. A run's training series is a
-// solid line in its colour; its validation series (same Name) is the same
-// colour, dashed, with markers at the evaluated steps. Either list may be
-// empty, not both.
+// thin solid line in a light tint of its colour; its validation series
+// (same Name) is the full colour, dashed, with markers at the evaluated
+// steps, drawn on top; the legend reads "<Name> training", "<Name>
+// validation". With at most one series of each kind they are one run
+// whatever their names: one colour, legend "training" and "validation".
+// Either list may be empty, not both.
 func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 	const name = "loss_curves"
 	if err := st.validate(); err != nil {
@@ -65,14 +69,28 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 	if err := checkSeries("validation", validation); err != nil {
 		return nil, &Error{Figure: name, Err: err}
 	}
+	var xs, ys [][]float64
+	for _, s := range append(slices.Clone(train), validation...) {
+		xs, ys = append(xs, s.X), append(ys, s.Y)
+	}
+	if err := checkSpan("steps", xs...); err != nil {
+		return nil, &Error{Figure: name, Err: err}
+	}
+	if err := checkSpan("losses", ys...); err != nil {
+		return nil, &Error{Figure: name, Err: err}
+	}
 	l := st.look()
 	const title = "Training and validation loss"
 	p := newPlot(l, title, "step", "loss (nats/token)")
 	leg := newLegend(l)
 
 	// A run keeps one colour for both its curves.
+	oneRun := len(train) <= 1 && len(validation) <= 1
 	colorOf := map[string]int{}
 	index := func(n string) int {
+		if oneRun {
+			return 0
+		}
 		if i, ok := colorOf[n]; ok {
 			return i
 		}
@@ -90,11 +108,24 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 			return nil, figErr(name, "training series %q: %w", s.Name, err)
 		}
 		i := index(s.Name)
-		ln.LineStyle = l.lineStyle(i)
-		ln.LineStyle.Dashes = nil
+		// Training loss is noisy and dense: a thin tint of the run's colour,
+		// so the sparse validation curve drawn over it stays visible.
+		ln.LineStyle = draw.LineStyle{Color: light(l.color(i), 0.45), Width: vg.Points(1)}
 		p.Add(ln)
-		entries = append(entries, entry{s.Name + " train", []plot.Thumbnailer{ln}})
+		thumbs := []plot.Thumbnailer{ln}
+		if len(s.X) == 1 {
+			// A line through one point draws nothing: mark the point.
+			pt, err := plotter.NewScatter(xys(s.X, s.Y))
+			if err != nil {
+				return nil, figErr(name, "training series %q: %w", s.Name, err)
+			}
+			pt.GlyphStyle = l.glyphStyle(i)
+			p.Add(pt)
+			thumbs = append(thumbs, pt)
+		}
+		entries = append(entries, entry{runLabel(oneRun, s.Name, "training"), thumbs})
 	}
+	// Validation after training, so it is drawn on top.
 	for _, s := range validation {
 		ln, pts, err := plotter.NewLinePoints(xys(s.X, s.Y))
 		if err != nil {
@@ -102,10 +133,11 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 		}
 		i := index(s.Name)
 		ln.LineStyle = l.lineStyle(i)
+		ln.LineStyle.Width = vg.Points(1.75)
 		ln.LineStyle.Dashes = dashes[1]
 		pts.GlyphStyle = l.glyphStyle(i)
 		p.Add(ln, pts)
-		entries = append(entries, entry{s.Name + " validation", []plot.Thumbnailer{ln, pts}})
+		entries = append(entries, entry{runLabel(oneRun, s.Name, "validation"), []plot.Thumbnailer{ln, pts}})
 	}
 	if len(entries) > 1 {
 		for _, e := range entries {
@@ -119,10 +151,19 @@ func LossCurves(train, validation []Series, st Style) (*Figure, error) {
 	return &Figure{
 		Name:    name,
 		Title:   title,
-		Caption: fmt.Sprintf("Loss (nats per token) against the optimizer step: %d training and %d validation curves; training solid, validation dashed with a marker at each evaluation.", len(train), len(validation)),
+		Caption: fmt.Sprintf("Loss (nats per token) against the optimizer step: %d training and %d validation curves; training thin and light, validation dashed with a marker at each evaluation.", len(train), len(validation)),
 		SVG:     svg,
 		PNG:     png,
 	}, nil
+}
+
+// runLabel is a loss curve's legend entry: its kind, after the run's name
+// when there are several runs.
+func runLabel(oneRun bool, run, kind string) string {
+	if oneRun {
+		return kind
+	}
+	return run + " " + kind
 }
 
 // RLCurves draws three stacked panels sharing the step axis: the mean
@@ -175,6 +216,18 @@ func RLCurves(steps []float64, reward, rewardStd, correct, kl []float64, st Styl
 			return nil, figErr(name, "correct %d is %g; a rate lies in [0, 1]", i, v)
 		}
 	}
+	band := slices.Clone(reward)
+	for i, sd := range rewardStd {
+		band = append(band, reward[i]-sd, reward[i]+sd)
+	}
+	for _, c := range []struct {
+		what string
+		v    []float64
+	}{{"steps", steps}, {"rewards (± std)", band}, {"kl values", kl}} {
+		if err := checkSpan(c.what, c.v); err != nil {
+			return nil, &Error{Figure: name, Err: err}
+		}
+	}
 
 	l := st.look()
 	const title = "RL training curves"
@@ -222,6 +275,15 @@ func RLCurves(steps []float64, reward, rewardStd, correct, kl []float64, st Styl
 		ln.LineStyle = l.lineStyle(i)
 		ln.LineStyle.Dashes = nil // one series a panel: the panel, not the dash, tells them apart
 		panel.p.Add(ln)
+		if len(steps) == 1 {
+			// A line through one point draws nothing: mark the point.
+			pt, err := plotter.NewScatter(xys(steps, panel.y))
+			if err != nil {
+				return nil, figErr(name, "%w", err)
+			}
+			pt.GlyphStyle = l.glyphStyle(i)
+			panel.p.Add(pt)
+		}
 	}
 	mid.Y.Min, mid.Y.Max = 0, 1
 	mid.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 0.5, Label: "0.5"}, {Value: 1, Label: "1"}}

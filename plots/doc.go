@@ -6,10 +6,12 @@
 // # Figures
 //
 //   - LossCurves (loss_curves): training and validation loss per step, in
-//     nats per token; Series of (step, loss), matched by Name.
+//     nats per token; Series of (step, loss), a run's two matched by Name
+//     (one series of each kind is one run, whatever the names).
 //   - RLCurves (rl_curves): three stacked panels sharing the step axis:
 //     mean reward with a ± one std band, the correct rate, the KL to the
-//     reference policy; one value per step in each slice.
+//     reference policy; one value per step in each slice (rewardStd may be
+//     nil: no band).
 //   - SpeedupCDF (speedup_cdf): the empirical CDF of speedups over the
 //     baseline per Series (X holds the speedups), log x axis, a line at
 //     speedup 1; takes the latency source.
@@ -34,7 +36,8 @@
 // Colours come from a colour-blind-safe palette, Okabe-Ito by default or
 // Paul Tol's "bright" (Style.Palette "okabe-ito" or "tol"); series differ
 // also in dash pattern or marker, so a figure reads in grey. A legend
-// appears when a figure has several series, outside the data area.
+// appears when a figure has several series (SpeedupCDF always has one, for
+// the count of each series), in rows under the plot, never over the data. Crowded group labels of FamilyCorrectness are slanted.
 //
 // Bad data are refused, never drawn: empty series, NaN or infinite values
 // (but +Inf latencies in a Pair), X and Y of different lengths, speedups

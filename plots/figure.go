@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -46,34 +48,59 @@ func figErr(name string, format string, args ...any) error {
 	return &Error{Figure: name, Err: fmt.Errorf(format, args...)}
 }
 
-// sourceLabel is how a latency source reads in an axis label: the source
-// string, then "simulated" for the GPU model's ("model:…"), "measured" for a
-// real device's ("measured:…"), and nothing more for any other.
-func sourceLabel(source string) string {
-	switch {
-	case strings.HasPrefix(source, "model:"):
-		return source + ", simulated"
-	case strings.HasPrefix(source, "measured:"):
-		return source + ", measured"
-	default:
-		return source
+// sourceKind is what a latency source's values are: "simulated" for the
+// GPU model's ("model:…"), "measured" for a real device's ("measured:…"),
+// "" for any other. A list of sources ("model:h100, model:a100", as a
+// stage joins several) is simulated or measured when all its sources are,
+// "simulated and measured" when both kinds appear, else "".
+func sourceKind(source string) string {
+	var model, measured, other bool
+	for _, s := range strings.Split(source, ",") {
+		switch s = strings.TrimSpace(s); {
+		case strings.HasPrefix(s, "model:"):
+			model = true
+		case strings.HasPrefix(s, "measured:"):
+			measured = true
+		default:
+			other = true
+		}
 	}
+	switch {
+	case other:
+		return ""
+	case model && measured:
+		return "simulated and measured"
+	case model:
+		return "simulated"
+	default:
+		return "measured"
+	}
+}
+
+// sourceLabel is how a latency source reads in an axis label: the source,
+// then its kind when it has one ("model:h100, simulated").
+func sourceLabel(source string) string {
+	if k := sourceKind(source); k != "" {
+		return source + ", " + k
+	}
+	return source
 }
 
 // sourceWords is sourceLabel for a caption sentence.
 func sourceWords(source string) string {
-	switch {
-	case strings.HasPrefix(source, "model:"):
-		return "simulated latencies from the GPU model " + source
-	case strings.HasPrefix(source, "measured:"):
-		return "latencies measured on " + strings.TrimPrefix(source, "measured:")
+	switch sourceKind(source) {
+	case "simulated":
+		return "latencies simulated by the GPU model, source " + source
+	case "measured":
+		return "latencies measured on a GPU, source " + source
+	case "simulated and measured":
+		return "latencies simulated by the GPU model and measured on a GPU, sources " + source
 	default:
 		return "latencies from " + source
 	}
 }
 
-// newPlot is a plot with the look's fonts, a title and axis labels, and
-// light grid-free axes.
+// newPlot is a plot with the look's fonts, a title and axis labels.
 func newPlot(l look, title, xlabel, ylabel string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
@@ -89,47 +116,104 @@ func newPlot(l look, title, xlabel, ylabel string) *plot.Plot {
 	return p
 }
 
-// legend is a legend drawn outside the data area, to the right of it, so
-// it never hides data.
-func newLegend(l look) plot.Legend {
-	leg := plot.NewLegend()
-	leg.TextStyle.Font = l.legend
-	leg.Top = true
-	leg.Left = true
-	leg.ThumbnailWidth = vg.Points(22)
-	leg.Padding = vg.Points(2)
-	return leg
+// legend lists the series of a figure under its plot, in rows that wrap
+// at the figure's width: outside the data area, so it never hides data,
+// and costing a little height rather than a third of the width as a column
+// at the side would (gonum's plot.Legend draws only inside the data area
+// and only as one column).
+type legend struct {
+	font    font.Font
+	entries []legendEntry
 }
 
-// legendWidth is the width the legend needs.
-func legendWidth(leg *plot.Legend, c draw.Canvas) vg.Length {
-	r := leg.Rectangle(c)
-	return r.Max.X - r.Min.X
+type legendEntry struct {
+	label  string
+	thumbs []plot.Thumbnailer
 }
 
-// drawWithLegend draws p into c and, when leg has entries, leg in a strip
-// at c's right edge, level with the top of the data area.
-func drawWithLegend(c draw.Canvas, p *plot.Plot, leg *plot.Legend) {
-	w := legendWidth(leg, c)
-	if w == 0 {
+func newLegend(l look) legend { return legend{font: l.legend} }
+
+// Add appends an entry whose sample is drawn by thumbs, in order.
+func (lg *legend) Add(label string, thumbs ...plot.Thumbnailer) {
+	lg.entries = append(lg.entries, legendEntry{label, thumbs})
+}
+
+// Legend geometry, in points (a vg.Length is one point).
+const (
+	thumbWidth  vg.Length = 22 // the sample line or patch
+	thumbGap    vg.Length = 4  // between the sample and its label
+	entryGap    vg.Length = 14 // between entries in a row
+	legendSpace vg.Length = 6  // between the plot and the legend
+)
+
+func (lg *legend) style() text.Style {
+	return text.Style{Color: color.Black, Font: lg.font, XAlign: draw.XLeft, YAlign: draw.YCenter, Handler: plot.DefaultTextHandler}
+}
+
+// layout splits the entries into rows no wider than width (an entry wider
+// than width gets a row of its own) and returns the rows and the height
+// of one.
+func (lg *legend) layout(width vg.Length) (rows [][]legendEntry, rowHeight vg.Length) {
+	sty := lg.style()
+	rowHeight = sty.Height("Xg") * 1.3
+	var row []legendEntry
+	var used vg.Length
+	for _, e := range lg.entries {
+		w := thumbWidth + thumbGap + sty.Width(e.label)
+		if len(row) > 0 && used+entryGap+w > width {
+			rows = append(rows, row)
+			row, used = nil, 0
+		}
+		if len(row) > 0 {
+			used += entryGap
+		}
+		row = append(row, e)
+		used += w
+	}
+	if len(row) > 0 {
+		rows = append(rows, row)
+	}
+	return rows, rowHeight
+}
+
+// drawWithLegend draws p into c and, when the legend has entries, the
+// legend in rows under it, left-aligned with the data area.
+func drawWithLegend(c draw.Canvas, p *plot.Plot, lg *legend) {
+	if len(lg.entries) == 0 {
 		p.Draw(c)
 		return
 	}
-	gap := vg.Points(8)
-	left := draw.Crop(c, 0, -(w + gap), 0, 0)
-	p.Draw(left)
-	data := p.DataCanvas(left)
-	strip := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
-		Min: vg.Point{X: c.Max.X - w, Y: data.Min.Y},
-		Max: vg.Point{X: c.Max.X, Y: data.Max.Y},
-	}}
-	leg.Draw(strip)
+	// The rows start at the data area's left edge, which does not depend
+	// on the area's height.
+	left := p.DataCanvas(c).Min.X
+	rows, rh := lg.layout(c.Max.X - left)
+	height := vg.Length(len(rows))*rh + legendSpace
+	p.Draw(draw.Crop(c, 0, 0, height, 0))
+	sty := lg.style()
+	y := c.Min.Y + height - legendSpace // top of the first row
+	for _, row := range rows {
+		x := left
+		for _, e := range row {
+			icon := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: x, Y: y - rh},
+				Max: vg.Point{X: x + thumbWidth, Y: y},
+			}}
+			for _, t := range e.thumbs {
+				t.Thumbnail(&icon)
+			}
+			x += thumbWidth + thumbGap
+			c.FillText(sty, vg.Point{X: x, Y: y - rh/2}, e.label)
+			x += sty.Width(e.label) + entryGap
+		}
+		y -= rh
+	}
 }
 
-// render draws the picture twice, as SVG and as PNG. Gonum panics on some
-// inputs (a log axis over a non-positive range); builders check their data
-// first, and a panic that still happens is returned as an error naming the
-// figure rather than taking the caller down.
+// render draws the picture twice, as SVG and as PNG. Gonum panics where it
+// meets data it cannot draw (plot.LogScale at or below 0, DefaultTicks over
+// a range that overflows); builders check their data first, and a panic
+// that still happens is returned as an error naming the figure rather than
+// taking the caller down.
 func render(name string, l look, drawFn func(c draw.Canvas)) (svg, png []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -145,14 +229,25 @@ func render(name string, l look, drawFn func(c draw.Canvas)) (svg, png []byte, e
 	if _, err := sc.WriteTo(&sb); err != nil {
 		return nil, nil, figErr(name, "writing SVG: %w", err)
 	}
+	svg = bytes.ReplaceAll(sb.Bytes(), []byte(svgFont), []byte(svgFontFallback))
 	ic := vgimg.NewWith(vgimg.UseWH(l.width, l.height), vgimg.UseDPI(DPI), vgimg.UseBackgroundColor(color.White))
 	drawFn(draw.New(ic))
 	var pb bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: ic}).WriteTo(&pb); err != nil {
 		return nil, nil, figErr(name, "writing PNG: %w", err)
 	}
-	return sb.Bytes(), pb.Bytes(), nil
+	return svg, pb.Bytes(), nil
 }
+
+// The SVG names its one typeface, Liberation Sans, with no fallback: a
+// browser without it would draw the default serif, wider or narrower than
+// the text the layout measured. Arial and Helvetica have Liberation Sans'
+// metrics (that is Liberation's purpose), so they come next, then any
+// sans-serif.
+const (
+	svgFont         = "font-family:Liberation Sans;"
+	svgFontFallback = "font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"
+)
 
 // fillBackground paints the SVG white, as the PNG is: an SVG is transparent
 // by default, and a figure on a dark page would lose its black text.
@@ -164,13 +259,10 @@ func fillBackground(c draw.Canvas) {
 // drawTitle writes a figure title centred at the top of c and returns the
 // rest of c, for figures made of several panels.
 func drawTitle(c draw.Canvas, l look, title string) draw.Canvas {
-	p := plot.New()
-	sty := p.Title.TextStyle
-	sty.Font = l.title
-	r := sty.Rectangle(title)
+	sty := text.Style{Color: color.Black, Font: l.title, XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.DefaultTextHandler}
 	descent := sty.FontExtents().Descent
 	c.FillText(sty, vg.Point{X: c.Center().X, Y: c.Max.Y + descent}, title)
-	return draw.Crop(c, 0, 0, 0, -(r.Size().Y + vg.Points(6)))
+	return draw.Crop(c, 0, 0, 0, -(sty.Rectangle(title).Size().Y + vg.Points(6)))
 }
 
 // Log axes. A log axis here is a linear axis over log10 of the data, with
@@ -267,7 +359,7 @@ func (countTicker) Ticks(lo, hi float64) []plot.Tick {
 		step = []float64{1, 2, 5}[k%3] * math.Pow10(k/3)
 	}
 	var out []plot.Tick
-	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+	for v := math.Ceil(lo/step) * step; v <= hi && len(out) < 10; v += step {
 		out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
 	}
 	return out
@@ -279,6 +371,22 @@ func checkFinite(what string, vs []float64) error {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("%s: value %d is %g; it must be a finite number", what, i, v)
 		}
+	}
+	return nil
+}
+
+// checkSpan reports values whose range, largest less smallest, overflows a
+// float64 (from -1e308 to 1e308): gonum's tick labelling loops forever
+// over such a linear axis instead of failing.
+func checkSpan(what string, vss ...[]float64) error {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, vs := range vss {
+		for _, v := range vs {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if math.IsInf(hi-lo, 0) {
+		return fmt.Errorf("%s run from %g to %g, a range too wide to draw", what, lo, hi)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package plots
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 
 	"flag"
 	"fmt"
@@ -13,8 +14,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var outDir = flag.String("plots.out", "", "write the test figures to this directory (default: the test's temporary directory)")
@@ -105,7 +108,7 @@ func builderCases() []builderCase {
 			name:   "loss_curves",
 			build:  func(st Style) (*Figure, error) { return LossCurves(train, val, st) },
 			title:  "Training and validation loss",
-			labels: []string{"step", "loss (nats/token)", "sft train", "sft validation"},
+			labels: []string{"step", "loss (nats/token)", "training", "validation"},
 		},
 		{
 			name: "rl_curves",
@@ -178,6 +181,29 @@ func svgText(doc []byte) ([]string, error) {
 	return texts, nil
 }
 
+// svgSize is the width and height of an SVG document's root, in points.
+func svgSize(doc []byte) (w, h float64, err error) {
+	var root struct {
+		Width  string `xml:"width,attr"`
+		Height string `xml:"height,attr"`
+	}
+	if err := xml.Unmarshal(doc, &root); err != nil {
+		return 0, 0, err
+	}
+	parse := func(v string) (float64, error) {
+		n, ok := strings.CutSuffix(v, "pt")
+		if !ok {
+			return 0, fmt.Errorf("SVG size %q is not in points", v)
+		}
+		return strconv.ParseFloat(n, 64)
+	}
+	if w, err = parse(root.Width); err != nil {
+		return 0, 0, err
+	}
+	h, err = parse(root.Height)
+	return w, h, err
+}
+
 func figureDir(t *testing.T) string {
 	t.Helper()
 	if *outDir != "" {
@@ -202,6 +228,13 @@ func writeFigure(t *testing.T, dir string, f *Figure) {
 // drawn: pixels of the palette's first colour, and several colours in all.
 func checkPNG(t *testing.T, f *Figure, st Style) {
 	t.Helper()
+	checkPNGColors(t, f, st, true)
+}
+
+// checkPNGColors is checkPNG; first says whether the palette's first
+// colour must be drawn.
+func checkPNGColors(t *testing.T, f *Figure, st Style, first bool) {
+	t.Helper()
 	img, format, err := image.Decode(bytes.NewReader(f.PNG))
 	if err != nil {
 		t.Fatalf("%s: PNG does not decode: %v", f.Name, err)
@@ -213,7 +246,7 @@ func checkPNG(t *testing.T, f *Figure, st Style) {
 	if b := img.Bounds(); b.Dx() != wantW || b.Dy() != wantH {
 		t.Errorf("%s: PNG is %dx%d px, want %dx%d (%gx%g in at %d dpi)", f.Name, b.Dx(), b.Dy(), wantW, wantH, st.Width, st.Height, DPI)
 	}
-	first := palettes[st.Palette][0]
+	c0 := palettes[st.Palette][0]
 	colors := map[color.RGBA]int{}
 	b := img.Bounds()
 	for y := b.Min.Y; y < b.Max.Y; y++ {
@@ -222,8 +255,8 @@ func checkPNG(t *testing.T, f *Figure, st Style) {
 			colors[color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), uint8(a >> 8)}]++
 		}
 	}
-	if colors[first] < 20 {
-		t.Errorf("%s: %d pixels of the palette's first colour %v, want at least 20 (is the data drawn?)", f.Name, colors[first], first)
+	if first && colors[c0] < 20 {
+		t.Errorf("%s: %d pixels of the palette's first colour %v, want at least 20 (is the data drawn?)", f.Name, colors[c0], c0)
 	}
 	if len(colors) < 10 {
 		t.Errorf("%s: %d distinct colours in the PNG, want at least 10 (blank figure?)", f.Name, len(colors))
@@ -232,11 +265,20 @@ func checkPNG(t *testing.T, f *Figure, st Style) {
 
 func TestBuilders(t *testing.T) {
 	dir := figureDir(t)
+	styles := map[string]Style{}
 	for _, palette := range paletteNames {
 		st := DefaultStyle()
 		st.Palette = palette
+		styles[palette] = st
+	}
+	// A small figure with small type, in a size that is not a whole number
+	// of inches: 675×465 px.
+	styles["small"] = Style{Width: 4.5, Height: 3.1, FontSize: 8, Palette: PaletteOkabeIto}
+	for _, sname := range []string{PaletteOkabeIto, PaletteTol, "small"} {
+		st := styles[sname]
+		palette := st.Palette
 		for _, c := range builderCases() {
-			t.Run(palette+"/"+c.name, func(t *testing.T) {
+			t.Run(sname+"/"+c.name, func(t *testing.T) {
 				f, err := c.build(st)
 				if err != nil {
 					t.Fatalf("%s: %v", c.name, err)
@@ -266,19 +308,318 @@ func TestBuilders(t *testing.T) {
 						t.Errorf("%s: SVG has no text %q; texts: %q", c.name, want, texts)
 					}
 				}
-				wantSize := fmt.Sprintf(`width="%gpt" height="%gpt"`, st.Width*72, st.Height*72)
-				if !bytes.Contains(f.SVG, []byte(wantSize)) {
-					t.Errorf("%s: SVG does not declare its size %s", c.name, wantSize)
+				w, h, err := svgSize(f.SVG)
+				if err != nil {
+					t.Errorf("%s: %v", c.name, err)
+				} else if math.Abs(w-st.Width*72) > 0.01 || math.Abs(h-st.Height*72) > 0.01 {
+					t.Errorf("%s: SVG is %gx%g pt, want %gx%g", c.name, w, h, st.Width*72, st.Height*72)
+				}
+				if !bytes.Contains(f.SVG, []byte(svgFontFallback)) || bytes.Contains(f.SVG, []byte(svgFont)) {
+					t.Errorf("%s: SVG text does not fall back to fonts with Liberation Sans' metrics (%s)", c.name, svgFontFallback)
 				}
 				hex := fmt.Sprintf("#%02X%02X%02X", palettes[palette][0].R, palettes[palette][0].G, palettes[palette][0].B)
 				if !bytes.Contains(f.SVG, []byte(hex)) {
 					t.Errorf("%s: SVG never uses the %s palette's first colour %s", c.name, palette, hex)
 				}
 				checkPNG(t, f, st)
-				if palette == PaletteOkabeIto {
+				if sname == PaletteOkabeIto {
+					writeFigure(t, dir, f)
+				}
+				if sname == "small" && *outDir != "" {
+					f.Name = "small_" + f.Name
 					writeFigure(t, dir, f)
 				}
 			})
 		}
+	}
+}
+
+// TestDeterministic draws every figure twice, in both palettes, and wants
+// the same bytes.
+func TestDeterministic(t *testing.T) {
+	for _, palette := range paletteNames {
+		st := DefaultStyle()
+		st.Palette = palette
+		for _, c := range builderCases() {
+			a, err := c.build(st)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			b, err := c.build(st)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if !bytes.Equal(a.SVG, b.SVG) {
+				t.Errorf("%s (%s): two SVGs of the same data differ", c.name, palette)
+			}
+			if !bytes.Equal(a.PNG, b.PNG) {
+				t.Errorf("%s (%s): two PNGs of the same data differ", c.name, palette)
+			}
+			if a.Caption != b.Caption {
+				t.Errorf("%s (%s): captions differ: %q, %q", c.name, palette, a.Caption, b.Caption)
+			}
+		}
+	}
+}
+
+// TestStyleChangesBytes: the style is part of the picture (a cache key
+// built on it is not vacuous).
+func TestStyleChangesBytes(t *testing.T) {
+	base := DefaultStyle()
+	variants := map[string]Style{}
+	for name, f := range map[string]func(*Style){
+		"width":   func(s *Style) { s.Width = 7 },
+		"height":  func(s *Style) { s.Height = 5 },
+		"font":    func(s *Style) { s.FontSize = 9 },
+		"palette": func(s *Style) { s.Palette = PaletteTol },
+	} {
+		st := base
+		f(&st)
+		variants[name] = st
+	}
+	c := builderCases()[2] // speedup_cdf
+	ref, err := c.build(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range variants {
+		f, err := c.build(st)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if bytes.Equal(f.SVG, ref.SVG) {
+			t.Errorf("changing the style's %s leaves the SVG unchanged", name)
+		}
+		if bytes.Equal(f.PNG, ref.PNG) {
+			t.Errorf("changing the style's %s leaves the PNG unchanged", name)
+		}
+	}
+}
+
+func TestStyleValidate(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(*Style)
+		want []string // substrings of the error; nil: valid
+	}{
+		{"default", func(*Style) {}, nil},
+		{"tol", func(s *Style) { s.Palette = PaletteTol }, nil},
+		{"zero width", func(s *Style) { s.Width = 0 }, []string{"Width", "positive"}},
+		{"negative height", func(s *Style) { s.Height = -4 }, []string{"Height", "positive"}},
+		{"NaN font", func(s *Style) { s.FontSize = math.NaN() }, []string{"FontSize", "positive"}},
+		{"infinite width", func(s *Style) { s.Width = math.Inf(1) }, []string{"Width"}},
+		{"huge width", func(s *Style) { s.Width = 1000 }, []string{"Width", "at most 20"}},
+		{"huge font", func(s *Style) { s.FontSize = 200 }, []string{"FontSize", "at most 72"}},
+		{"unknown palette", func(s *Style) { s.Palette = "viridis" }, []string{"Palette", `"viridis"`, `"okabe-ito"`, `"tol"`}},
+		{"empty palette", func(s *Style) { s.Palette = "" }, []string{"Palette", `"okabe-ito"`, `"tol"`}},
+		{"zero style", func(s *Style) { *s = Style{} }, []string{"Width"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := DefaultStyle()
+			c.edit(&st)
+			err := st.Validate()
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("Validate(%+v) = %v, want nil", st, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate(%+v) = nil, want an error with %q", st, c.want)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate(%+v) = %q; want it to contain %q", st, err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultStyle(t *testing.T) {
+	if got, want := DefaultStyle(), (Style{Width: 6, Height: 4, FontSize: 11, Palette: "okabe-ito"}); got != want {
+		t.Errorf("DefaultStyle() = %+v, want %+v", got, want)
+	}
+}
+
+// TestErrors: bad data and a bad style are refused with an *Error naming
+// the figure and the cause.
+func TestErrors(t *testing.T) {
+	st := DefaultStyle()
+	bad := st
+	bad.Palette = "rainbow"
+	train, val := lossData()
+	steps, reward, std, correct, kl := rlData()
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, c := range []struct {
+		name   string
+		figure string
+		build  func() (*Figure, error)
+		want   string
+	}{
+		// loss_curves
+		{"loss no series", "loss_curves", func() (*Figure, error) { return LossCurves(nil, nil, st) }, "no series"},
+		{"loss empty series", "loss_curves", func() (*Figure, error) {
+			return LossCurves([]Series{{Name: "sft"}}, nil, st)
+		}, `training series "sft" is empty`},
+		{"loss mismatched lengths", "loss_curves", func() (*Figure, error) {
+			return LossCurves(train, []Series{{Name: "sft", X: []float64{1, 2}, Y: []float64{3}}}, st)
+		}, "2 x values and 1 y values"},
+		{"loss NaN", "loss_curves", func() (*Figure, error) {
+			return LossCurves([]Series{{Name: "sft", X: []float64{1, 2}, Y: []float64{3, nan}}}, val, st)
+		}, "y: value 1 is NaN"},
+		{"loss no name", "loss_curves", func() (*Figure, error) {
+			return LossCurves([]Series{{X: []float64{1}, Y: []float64{3}}}, nil, st)
+		}, "no name"},
+		{"loss twice", "loss_curves", func() (*Figure, error) { return LossCurves(append(train, train...), nil, st) }, "twice"},
+		{"loss range overflows", "loss_curves", func() (*Figure, error) {
+			return LossCurves([]Series{{Name: "sft", X: []float64{1, 2}, Y: []float64{-1e308, 1e308}}}, nil, st)
+		}, "losses run from -1e+308 to 1e+308, a range too wide to draw"},
+		{"loss gonum panics", "loss_curves", func() (*Figure, error) {
+			// gonum widens a one-value axis by ±1, which 1e300 does not
+			// notice, and its ticker panics: the panic comes back as an error.
+			return LossCurves([]Series{{Name: "sft", X: []float64{1, 2}, Y: []float64{1e300, 1e300}}}, nil, st)
+		}, "drawing failed: illegal range"},
+		{"loss palette", "loss_curves", func() (*Figure, error) { return LossCurves(train, val, bad) }, `Palette "rainbow"`},
+		// rl_curves
+		{"rl no steps", "rl_curves", func() (*Figure, error) { return RLCurves(nil, nil, nil, nil, nil, st) }, "no steps"},
+		{"rl mismatched lengths", "rl_curves", func() (*Figure, error) {
+			return RLCurves(steps, reward[1:], std, correct, kl, st)
+		}, "reward has 19 values for 20 steps"},
+		{"rl NaN", "rl_curves", func() (*Figure, error) {
+			k := append([]float64(nil), kl...)
+			k[3] = nan
+			return RLCurves(steps, reward, std, correct, k, st)
+		}, "kl: value 3 is NaN"},
+		{"rl rate above 1", "rl_curves", func() (*Figure, error) {
+			c := append([]float64(nil), correct...)
+			c[0] = 1.5
+			return RLCurves(steps, reward, std, c, kl, st)
+		}, "[0, 1]"},
+		{"rl negative std", "rl_curves", func() (*Figure, error) {
+			s := append([]float64(nil), std...)
+			s[2] = -0.1
+			return RLCurves(steps, reward, s, correct, kl, st)
+		}, "reward std 2 is -0.1"},
+		{"rl steps decrease", "rl_curves", func() (*Figure, error) {
+			s := append([]float64(nil), steps...)
+			s[5] = 1
+			return RLCurves(s, reward, std, correct, kl, st)
+		}, "steps must increase"},
+		{"rl band overflows", "rl_curves", func() (*Figure, error) {
+			return RLCurves([]float64{1}, []float64{1e308}, []float64{1e308}, []float64{0}, []float64{0}, st)
+		}, "rewards (± std) run from 0 to +Inf"},
+		{"rl palette", "rl_curves", func() (*Figure, error) { return RLCurves(steps, reward, std, correct, kl, bad) }, "Palette"},
+		// speedup_cdf
+		{"cdf no series", "speedup_cdf", func() (*Figure, error) { return SpeedupCDF(nil, "model:h100", st) }, "no series"},
+		{"cdf empty series", "speedup_cdf", func() (*Figure, error) {
+			return SpeedupCDF([]Series{{Name: "rl"}}, "model:h100", st)
+		}, `series "rl" has no speedups`},
+		{"cdf negative speedup", "speedup_cdf", func() (*Figure, error) {
+			return SpeedupCDF([]Series{{Name: "rl", X: []float64{1.2, -0.5}}}, "model:h100", st)
+		}, "speedup 1 is negative (-0.5)"},
+		{"cdf zero speedup", "speedup_cdf", func() (*Figure, error) {
+			return SpeedupCDF([]Series{{Name: "rl", X: []float64{0}}}, "model:h100", st)
+		}, "speedup 0 is 0"},
+		{"cdf NaN", "speedup_cdf", func() (*Figure, error) {
+			return SpeedupCDF([]Series{{Name: "rl", X: []float64{nan}}}, "model:h100", st)
+		}, "speedup 0 is NaN"},
+		{"cdf Inf", "speedup_cdf", func() (*Figure, error) {
+			return SpeedupCDF([]Series{{Name: "rl", X: []float64{inf}}}, "model:h100", st)
+		}, "speedup 0 is +Inf"},
+		{"cdf no source", "speedup_cdf", func() (*Figure, error) { return SpeedupCDF(cdfData(), "", st) }, "latency source is empty"},
+		{"cdf palette", "speedup_cdf", func() (*Figure, error) { return SpeedupCDF(cdfData(), "model:h100", bad) }, "Palette"},
+		// family_correctness
+		{"bars none", "family_correctness", func() (*Figure, error) { return FamilyCorrectness(nil, st) }, "no bars"},
+		{"bars NaN", "family_correctness", func() (*Figure, error) {
+			return FamilyCorrectness([]Bar{{Group: "C2D", Series: "rl", Value: nan}}, st)
+		}, "not a rate in [0, 1]"},
+		{"bars above 1", "family_correctness", func() (*Figure, error) {
+			return FamilyCorrectness([]Bar{{Group: "C2D", Series: "rl", Value: 1.2}}, st)
+		}, "value 1.2 is not a rate"},
+		{"bars negative N", "family_correctness", func() (*Figure, error) {
+			return FamilyCorrectness([]Bar{{Group: "C2D", Series: "rl", Value: 0.5, N: -1}}, st)
+		}, "N is -1"},
+		{"bars duplicate", "family_correctness", func() (*Figure, error) {
+			b := Bar{Group: "C2D", Series: "rl", Value: 0.5}
+			return FamilyCorrectness([]Bar{b, b}, st)
+		}, `group "C2D" has series "rl" twice`},
+		{"bars no group", "family_correctness", func() (*Figure, error) {
+			return FamilyCorrectness([]Bar{{Series: "rl", Value: 0.5}}, st)
+		}, "no group"},
+		{"bars palette", "family_correctness", func() (*Figure, error) { return FamilyCorrectness(barData(), bad) }, "Palette"},
+		// latency_scatter
+		{"scatter none", "latency_scatter", func() (*Figure, error) { return LatencyScatter(nil, "sft", "rl", "model:h100", st) }, "no pairs"},
+		{"scatter NaN", "latency_scatter", func() (*Figure, error) {
+			return LatencyScatter([]Pair{{"t0", 3, nan}}, "sft", "rl", "model:h100", st)
+		}, "rl latency is NaN"},
+		{"scatter negative", "latency_scatter", func() (*Figure, error) {
+			return LatencyScatter([]Pair{{"t0", -3, 4}}, "sft", "rl", "model:h100", st)
+		}, "sft latency is -3 µs"},
+		{"scatter -Inf", "latency_scatter", func() (*Figure, error) {
+			return LatencyScatter([]Pair{{"t0", math.Inf(-1), 4}}, "sft", "rl", "model:h100", st)
+		}, "use +Inf for no correct attempt"},
+		{"scatter no source", "latency_scatter", func() (*Figure, error) { return LatencyScatter(pairData(), "sft", "rl", "", st) }, "latency source is empty"},
+		{"scatter no name", "latency_scatter", func() (*Figure, error) { return LatencyScatter(pairData(), "", "rl", "model:h100", st) }, "need a name"},
+		{"scatter palette", "latency_scatter", func() (*Figure, error) { return LatencyScatter(pairData(), "sft", "rl", "model:h100", bad) }, "Palette"},
+		// dataset_stats
+		{"dataset no lengths", "dataset_stats", func() (*Figure, error) { return DatasetStats(nil, []float64{2}, st) }, "no trace lengths"},
+		{"dataset no speedups", "dataset_stats", func() (*Figure, error) { return DatasetStats([]float64{3}, nil, st) }, "no refinement speedups"},
+		{"dataset NaN length", "dataset_stats", func() (*Figure, error) { return DatasetStats([]float64{3, nan}, []float64{2}, st) }, "value 1 is NaN"},
+		{"dataset negative length", "dataset_stats", func() (*Figure, error) { return DatasetStats([]float64{-3}, []float64{2}, st) }, "trace length 0 is negative"},
+		{"dataset negative speedup", "dataset_stats", func() (*Figure, error) { return DatasetStats([]float64{3}, []float64{2, -1}, st) }, "speedup 1 is negative"},
+		{"dataset no unit", "dataset_stats", func() (*Figure, error) {
+			d := datasetData()
+			d.TraceUnit = ""
+			return DatasetStatsOf(d, st)
+		}, "trace unit is empty"},
+		{"dataset palette", "dataset_stats", func() (*Figure, error) { return DatasetStatsOf(datasetData(), bad) }, "Palette"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := buildWithin(t, 30*time.Second, c.build)
+			if err == nil {
+				t.Fatalf("got a figure %q, want an error containing %q", f.Name, c.want)
+			}
+			if f != nil {
+				t.Errorf("got a figure and an error %v", err)
+			}
+			var fe *Error
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v (%T) is not a *plots.Error", err, err)
+			}
+			if fe.Figure != c.figure {
+				t.Errorf("error names figure %q, want %q", fe.Figure, c.figure)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "plots: "+c.figure+": ") {
+				t.Errorf("error %q does not start with %q", msg, "plots: "+c.figure+": ")
+			}
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("error %q does not contain %q", msg, c.want)
+			}
+		})
+	}
+}
+
+// buildWithin runs build and fails the test if it has not returned within
+// d: some data send gonum into an endless loop, which must be refused
+// before drawing, not hang the caller.
+func buildWithin(t *testing.T, d time.Duration, build func() (*Figure, error)) (*Figure, error) {
+	t.Helper()
+	type result struct {
+		f   *Figure
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := build()
+		done <- result{f, err}
+	}()
+	select {
+	case r := <-done:
+		return r.f, r.err
+	case <-time.After(d):
+		t.Fatalf("no answer after %v (gonum looping?)", d)
+		return nil, nil
 	}
 }

@@ -23,11 +23,11 @@ type Style struct {
 // Width×DPI pixels wide (rounded to the nearest pixel).
 const DPI = 150
 
-// Limits on a Style. The size limit keeps a PNG under about 50 MB of pixels
-// (30 in × 150 dpi = 4500 px a side); a font above 72 pt leaves no room for
-// data on a figure of any allowed size.
+// Limits on a Style. 20 in is 3000 px at DPI, 36 MB of RGBA pixels for a
+// square figure while the PNG is drawn; a font above 72 pt leaves no room
+// for data on a figure of any allowed size.
 const (
-	maxInches   = 30
+	maxInches   = 20
 	maxFontSize = 72
 )
 

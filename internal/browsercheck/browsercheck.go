@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -179,7 +180,7 @@ func Check(ctx context.Context, htmlPath, screenshotPath string) (*Result, error
 	}
 	defer os.RemoveAll(profile)
 
-	var stderr bytes.Buffer
+	var stderr syncBuffer
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox,
@@ -196,6 +197,16 @@ func Check(ctx context.Context, htmlPath, screenshotPath string) (*Result, error
 	u := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
 	res := &Result{URL: u}
 
+	// Start the browser first, on its own: a context whose start failed
+	// must not be used again (chromedp v0.23.1 then allocates a second time
+	// and panics closing a closed channel in its allocator's goroutine).
+	if err := chromedp.Do(bctx); err != nil {
+		err = fmt.Errorf("browsercheck: start %s: %w", exe, err)
+		if out := lastLines(stderr.String(), 5); out != "" && !strings.Contains(err.Error(), out) {
+			err = fmt.Errorf("%w (browser output: %s)", err, out)
+		}
+		return nil, err
+	}
 	// Collect the console from before the navigation until a sentinel
 	// message written after the last action: the iterator keeps the order
 	// of the messages, so every message of the page comes before it.
@@ -203,10 +214,6 @@ func Check(ctx context.Context, htmlPath, screenshotPath string) (*Result, error
 	messages := chromedp.Console(bctx)
 	var console []chromedp.ConsoleMessage // the goroutine's until done
 	done := make(chan error, 1)
-	startErr := chromedp.Do(bctx) // starts the browser
-	if startErr != nil {
-		return nil, fmt.Errorf("browsercheck: start %s: %w (browser output: %s)", exe, startErr, lastLines(stderr.String(), 5))
-	}
 	go func() {
 		for m, err := range messages {
 			if err != nil {
@@ -304,6 +311,25 @@ func describe(img image.Image) Screenshot {
 	s.LumaVariance = ss / float64(len(luma))
 	s.NonBlank = s.Colors > 1 && s.LumaVariance > minVariance
 	return s
+}
+
+// syncBuffer is a bytes.Buffer safe for the browser's output goroutine to
+// write while Check reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // lastLines returns the last n lines of s, joined by " | ".

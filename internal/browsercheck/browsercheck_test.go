@@ -203,3 +203,24 @@ func TestReportBrokenFigure(t *testing.T) {
 		t.Errorf("the undecodable figure is not among the problems:\n%s", p)
 	}
 }
+
+// TestBrowserFails: a "chromium" that cannot start gives an error naming
+// it, not a hang or a Result.
+func TestBrowserFails(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "chromium")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'fake chromium: cannot start' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := Check(ctx, filepath.Join("testdata", "blank.html"), "")
+	if err == nil || r != nil {
+		t.Fatalf("Check with a chromium that exits: result %+v, error %v", r, err)
+	}
+	if !strings.Contains(err.Error(), fake) {
+		t.Errorf("the error does not name the browser %s: %v", fake, err)
+	}
+	t.Log(err)
+}

@@ -19,7 +19,7 @@
 //	  constrained = true # sample under the workload's script grammar
 //	  tasks       = 0    # per task kind; 0 = all
 //	  search_trials = 32  target = "h100-model"  numeric = true  seed = 1
-//	  threads = 2  batch = 8                         # not in the key
+//	  threads = 2  batch = 8  shards = 1             # not in the key
 //	}
 //
 // Sampling needs libtorch, which dragonx does not link: with policies, Run
@@ -176,6 +176,7 @@ const interruptGrace = 2 * time.Minute
 // Stage is a decoded bench stage.
 type Stage struct {
 	spec   Spec
+	shards int
 	inputs []stages.Input
 	params []stages.Param
 }
@@ -187,7 +188,7 @@ var schema = &hcl.BodySchema{
 		{Name: "db"},
 		{Name: "baselines"}, {Name: "attempts"}, {Name: "temperature"}, {Name: "top_k"}, {Name: "greedy"},
 		{Name: "max_new"}, {Name: "constrained"}, {Name: "tasks"}, {Name: "search_trials"}, {Name: "target"},
-		{Name: "numeric"}, {Name: "seed"}, {Name: "threads"}, {Name: "batch"},
+		{Name: "numeric"}, {Name: "seed"}, {Name: "threads"}, {Name: "batch"}, {Name: "shards"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "policy", LabelNames: []string{"name"}}},
 }
@@ -220,7 +221,7 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		return nil, diags
 	}
 	sp := Spec{Params: DefaultParams(), Threads: dragon.DefaultThreads, Batch: defaultBatch, Files: map[string]string{}}
-	s := &Stage{}
+	s := &Stage{shards: 1}
 	addInput := func(name, attr string, expr hcl.Expression, upstream string) bool {
 		v, d := expr.Value(dc.Eval)
 		diags = append(diags, d...)
@@ -339,6 +340,13 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		return ""
 	})
 
+	decodeAttr("shards", &s.shards, func() string {
+		if s.shards < 1 || s.shards > 256 {
+			return fmt.Sprintf("shards is %d; want 1 to 256 jobs run at once, each on the tasks of its workloads (not in the key: the outputs are the same for any number).", s.shards)
+		}
+		return ""
+	})
+
 	// Policy blocks, labelled with the policy's name.
 	seen := map[string]*hcl.Block{}
 	for _, b := range content.Blocks {
@@ -394,8 +402,8 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	}
 	s.spec = sp
 
-	// Params, in a fixed order: everything but threads and batch, which
-	// cannot change the outputs. The checkpoints and the other inputs
+	// Params, in a fixed order: everything but threads, batch and
+	// shards, which cannot change the outputs. The checkpoints and the other inputs
 	// enter the key through their digests; the policies' names here.
 	names := make([]string, len(sp.Policies))
 	for i, p := range sp.Policies {
@@ -433,6 +441,9 @@ func (s *Stage) Outputs() []stages.OutputDecl { return append([]stages.OutputDec
 
 // Spec returns the decoded spec.
 func (s *Stage) Spec() Spec { return s.spec }
+
+// Shards returns the number of shards (not in the key).
+func (s *Stage) Shards() int { return s.shards }
 
 // Run places the inputs and runs the benchmark: in dragonx-torch when there
 // are policies to sample, in this process otherwise.
@@ -473,6 +484,13 @@ func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
 	spec, err := json.Marshal(s.spec)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
+	}
+	if s.shards > 1 {
+		fmt.Fprintf(rc.Log, "bench: %d shards\n", s.shards)
+		if err := runShards(ctx, s.spec, spec, rc.Dir, rc.StateDir, bin, nil, s.shards, rc.Progress, rc.Log); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		return nil
 	}
 	j := &job.Job{Kind: "bench", Version: Version, Spec: spec, Dir: rc.Dir, StateDir: rc.StateDir, Shard: 0, Shards: 1}
 	if bin == "" {

@@ -1,12 +1,17 @@
 package bench_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"dragonx/internal/progress"
+	"dragonx/kernels/cudabench"
 	"dragonx/stages"
 	"dragonx/stages/bench"
 )
@@ -54,6 +59,7 @@ func TestDiagnostics(t *testing.T) {
 		{"unknown target", stageSrc("  target = \"a100-model\""), `unknown target "a100-model"`, 2},
 		{"threads zero", stageSrc("  threads = 0"), "threads is 0", 2},
 		{"batch zero", stageSrc("  batch = 0"), "batch is 0", 2},
+		{"shards zero", stageSrc("  shards = 0"), "shards is 0", 2},
 		{"greedy not a bool", stageSrc("  greedy = 3"), "Unsuitable value", 2},
 		{"policy name", stageSrc("  policy \"Baseline:x\" {\n    checkpoint = \"a.ckpt\"\n  }"), "Invalid policy name", 2},
 		{"policy twice", stageSrc("  policy \"sft\" {\n    checkpoint = \"a.ckpt\"\n  }\n  policy \"sft\" {\n    checkpoint = \"b.ckpt\"\n  }"), "Duplicate policy block", 5},
@@ -114,7 +120,7 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 	if err := sp.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Inputs()) != 5 || len(s.Outputs()) != 3 || len(sp.Policies) != 0 {
+	if len(s.Inputs()) != 5 || len(s.Outputs()) != 3 || len(sp.Policies) != 0 || s.Shards() != 1 || stageOf(t, "  shards = 3").Shards() != 3 {
 		t.Fatalf("inputs %v outputs %v", s.Inputs(), s.Outputs())
 	}
 
@@ -128,10 +134,10 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 		t.Errorf("params without the policies' names:\n%s", params(two))
 	}
 
-	// threads and batch are not in the key; baselines are in their
+	// threads, batch and shards are not in the key; baselines are in their
 	// canonical order whatever the order written; everything else is.
 	base := params(s)
-	for _, body := range []string{"  threads = 7", "  batch = 3", "  baselines = [\"dataset_best\", \"search\", \"random\", \"unscheduled\"]"} {
+	for _, body := range []string{"  threads = 7", "  batch = 3", "  shards = 4", "  baselines = [\"dataset_best\", \"search\", \"random\", \"unscheduled\"]"} {
 		if got := params(stageOf(t, body)); got != base {
 			t.Errorf("%q changes the params:\n%s\n%s", body, got, base)
 		}
@@ -142,4 +148,23 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 			t.Errorf("%q does not change the params", body)
 		}
 	}
+}
+
+// TestCUDAWithoutGPU: target cuda on a machine without a GPU fails before
+// any work (no input placed), saying why.
+func TestCUDAWithoutGPU(t *testing.T) {
+	if dev, err := cudabench.CheckGPU(context.Background(), cudabench.Options{}); err == nil {
+		t.Skipf("this machine has a GPU (%s)", dev)
+	}
+	s := stageOf(t, "  target = \"cuda\"\n  baselines = [\"unscheduled\"]")
+	rc := &stages.RunContext{Dir: t.TempDir(), Log: io.Discard, Progress: progress.Nop{}, Key: "test",
+		Materialize: func(context.Context, string, string) error {
+			t.Error("an input was placed before the GPU check")
+			return errors.New("no")
+		}}
+	err := s.Run(context.Background(), rc)
+	if err == nil || !strings.Contains(err.Error(), "bench: target cuda: ") {
+		t.Fatalf("target cuda without a GPU: %v", err)
+	}
+	t.Log(err)
 }

@@ -41,7 +41,7 @@ type policyRow struct {
 }
 
 // policy samples and judges policy p's attempts at the tasks it has none
-// at yet, a chunk of tasks at a time (rows batched by spec.batch), and
+// at yet, a chunk of tasks at a time (at most spec.batch rows a call), and
 // records each task's attempts in the state.
 func (r *run) policy(ctx context.Context, ld Loader, p Policy) error {
 	todo := r.todo(p.Name)
@@ -56,7 +56,9 @@ func (r *run) policy(ctx context.Context, ld Loader, p Policy) error {
 	defer m.Close()
 	start := time.Now()
 	perTask := r.sp.rowsPerTask()
-	chunk := max(1, r.sp.Batch/perTask)
+	// A chunk of tasks: their attempts at the temperature fill a batch,
+	// their greedy attempts another (the two differ in their options).
+	chunk := max(1, r.sp.Batch/max(1, r.sp.Attempts))
 	var sampleTime time.Duration
 	tokens, rows := 0, 0
 	grammars := map[string]*sft.LazyGrammar{}

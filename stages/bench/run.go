@@ -17,6 +17,7 @@ import (
 	"dragonx/kernels/cudabench"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/judge"
+	"dragonx/kernels/tunedb"
 	"dragonx/kernels/verdict"
 	"dragonx/kernels/vocab"
 	"dragonx/stages/job"
@@ -69,6 +70,17 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 	if err != nil {
 		return err
 	}
+	if j.Shards > 1 {
+		// This shard's tasks: those of its workloads (tunedb.ShardOf), so
+		// that the tasks of one workload share its search.
+		var mine []*Task
+		for _, t := range tasks {
+			if tunedb.ShardOf(t.Spec, j.Shards) == j.Shard {
+				mine = append(mine, t)
+			}
+		}
+		tasks = mine
+	}
 	var voc *vocab.Vocab
 	if sp.Files["vocab"] != "" {
 		if voc, err = sft.LoadVocab(path(sp.Files["vocab"])); err != nil {
@@ -109,7 +121,11 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 		}
 		phases = w.judge.Phases()
 	}
-	st, err := openState(j.StateDir, sp, logf)
+	stateDir := j.StateDir
+	if j.Shards > 1 && stateDir != "" {
+		stateDir = filepath.Join(stateDir, shardName(j.Shard, j.Shards))
+	}
+	st, err := openState(stateDir, sp, logf)
 	if err != nil {
 		return err
 	}
@@ -138,13 +154,21 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 		}
 	}
 
-	// The outputs, from the state's groups.
+	if j.Shards > 1 {
+		return writeShard(j.Dir, j.Shard, j.Shards, js.source, phases, st)
+	}
+	return finish(j.Dir, sp, tasks, st.get, js.source, phases, logf, start)
+}
+
+// finish writes the outputs from the groups of every policy and baseline
+// at every task (get returns them).
+func finish(dir string, sp Spec, tasks []*Task, get func(string, *Task) ([]*Attempt, bool), source string, phases []verdict.Phase, logf func(string, ...any), start time.Time) error {
 	var entries []entry
 	var all []*Attempt
 	add := func(name string, baseline bool) error {
 		var atts []*Attempt
 		for _, t := range tasks {
-			g, ok := st.get(name, t)
+			g, ok := get(name, t)
 			if !ok {
 				return fmt.Errorf("internal error: no attempts of %s at %s", name, t.Name())
 			}
@@ -164,7 +188,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 			return err
 		}
 	}
-	return writeOutputs(j.Dir, sp, js.source, entries, all, phases, logf, start)
+	return writeOutputs(dir, sp, source, entries, all, phases, logf, start)
 }
 
 func countKind(tasks []*Task, kind string) int {
@@ -230,6 +254,9 @@ type run struct {
 
 	mu          sync.Mutex
 	done, total int
+
+	basesMu sync.Mutex
+	bases   map[string]*once[*float64]
 }
 
 // progress reports a finished group of name's, with that entry's ETA.
@@ -256,8 +283,15 @@ func (r *run) todo(name string) []*Task {
 	return out
 }
 
-// baselineUS returns the task's baseline latency in µs (nil without one).
+// baselineUS returns the task's baseline latency in µs (nil without one),
+// judged once.
 func (r *run) baselineUS(ctx context.Context, t *Task) (*float64, error) {
+	return onceOf(&r.basesMu, &r.bases, t.Name()).get(func() (*float64, error) { return r.judgeBaseline(ctx, t) })
+}
+
+// judgeBaseline judges the task's baseline: the unscheduled kernel for a
+// construction task, the prompt's script for a refinement prompt.
+func (r *run) judgeBaseline(ctx context.Context, t *Task) (*float64, error) {
 	w, err := r.js.workload(t)
 	if err != nil {
 		return nil, err

@@ -135,15 +135,20 @@ type fakeLoader struct {
 }
 
 type fakeModel struct {
-	l   *fakeLoader
-	cut bool
+	l       *fakeLoader
+	cut     bool
+	context int
 }
 
 func (l *fakeLoader) Load(path string, voc *vocab.Vocab) (Model, error) {
-	return &fakeModel{l: l, cut: strings.Contains(path, "policy-cut")}, nil
+	m := &fakeModel{l: l, cut: strings.Contains(path, "policy-cut"), context: 4096}
+	if strings.Contains(path, "policy-short") {
+		m.context = 200 // shorter than the refinement prompts (234 tokens)
+	}
+	return m, nil
 }
 func (l *fakeLoader) Close()      {}
-func (m *fakeModel) Context() int { return 4096 }
+func (m *fakeModel) Context() int { return m.context }
 func (m *fakeModel) Close()       {}
 
 func (m *fakeModel) SampleRows(ctx context.Context, rows []dragon.SampleRow, opts dragon.SampleOptions) ([]dragon.Sample, error) {
@@ -213,6 +218,11 @@ func testSpec() Spec {
 // runFake runs the benchmark of sp on the test inputs in a fresh directory
 // and returns the outputs and the rows the fake models sampled.
 func runFake(t *testing.T, sp Spec, stateDir string) (map[string][]byte, int) {
+	return runFakeShards(t, sp, stateDir, 1)
+}
+
+// runFakeShards is runFake in n shards.
+func runFakeShards(t *testing.T, sp Spec, stateDir string, n int) (map[string][]byte, int) {
 	t.Helper()
 	dir := t.TempDir()
 	writeInputs(t, dir)
@@ -224,7 +234,12 @@ func runFake(t *testing.T, sp Spec, stateDir string) (map[string][]byte, int) {
 	ld := &fakeLoader{voc: voc, spaces: map[string]*sample.Space{}}
 	var log bytes.Buffer
 	j := &job.Job{Kind: "bench", Version: Version, Spec: spec, Dir: dir, StateDir: stateDir, Shards: 1}
-	err = runJob(context.Background(), j, &job.Env{Progress: progress.Nop{}, Log: &log}, func(int, int64, func(string, ...any)) (Loader, error) { return ld, nil })
+	newLoader := func(int, int64, func(string, ...any)) (Loader, error) { return ld, nil }
+	if n > 1 {
+		err = runShards(context.Background(), sp, spec, dir, stateDir, "", newLoader, n, progress.Nop{}, &log)
+	} else {
+		err = runJob(context.Background(), j, &job.Env{Progress: progress.Nop{}, Log: &log}, newLoader)
+	}
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, log.String())
 	}
@@ -396,6 +411,56 @@ func TestRunFake(t *testing.T) {
 	other.Seed = 2
 	if _, n := runFake(t, other, state); n == 0 {
 		t.Error("a run of another seed sampled nothing: it used the state of seed 1")
+	}
+}
+
+// TestRunFakeShards: 2 and 3 shards (with 3, at least one has no task: the
+// test files have two workloads) give the bytes of one; a sharded run
+// resumes from its shards' states.
+func TestRunFakeShards(t *testing.T) {
+	sp := testSpec()
+	sp.Baselines = []string{BaselineUnscheduled, BaselineSearch}
+	want, rows := runFake(t, sp, "")
+	for _, n := range []int{2, 3} {
+		got, _ := runFakeShards(t, sp, "", n)
+		for name, b := range want {
+			if !bytes.Equal(b, got[name]) {
+				t.Errorf("%s differs between 1 and %d shards", name, n)
+			}
+		}
+	}
+	state := t.TempDir()
+	runFakeShards(t, sp, state, 2)
+	got, again := runFakeShards(t, sp, state, 2)
+	if again != 0 || rows == 0 {
+		t.Errorf("the rerun of a finished sharded run sampled %d rows (a fresh run %d)", again, rows)
+	}
+	for name, b := range want {
+		if !bytes.Equal(b, got[name]) {
+			t.Errorf("%s differs after a sharded resume", name)
+		}
+	}
+}
+
+// TestRunShortContext: a prompt that fills the model's context gets
+// failed attempts (phase decode, "not sampled"), as many as the others.
+func TestRunShortContext(t *testing.T) {
+	sp := testSpec()
+	sp.Policies = []Policy{{Name: "short", Checkpoint: inputDir + "/policy-short.ckpt"}}
+	sp.Baselines = nil
+	out, _ := runFake(t, sp, "")
+	checkInvariants(t, sp, out, 6)
+	skipped := map[string]int{}
+	for _, a := range readAttempts(t, out[AttemptsFile]) {
+		if strings.HasPrefix(a.Error, "not sampled: the prompt of ") && strings.HasSuffix(a.Error, "leaves no room in the context of 200") {
+			if a.Phase != "decode" || a.OK || a.Tokens != 0 {
+				t.Errorf("a prompt too long: %+v", a)
+			}
+			skipped[a.Task]++
+		}
+	}
+	if skipped[KindConstruction] != 0 || skipped[KindRefinement] != 4*sp.rowsPerTask() {
+		t.Errorf("attempts not sampled for a long prompt, per task kind: %v", skipped)
 	}
 }
 

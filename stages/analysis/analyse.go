@@ -287,8 +287,11 @@ func (a *analyser) sideBySide() reports.Table {
 			"RL faster than SFT (construction)", "RL faster than SFT (refinement)", "latency source"},
 	}
 	for _, b := range a.in.benches {
-		row := []string{b.name}
 		p := b.policy(RLPolicy)
+		if p == nil {
+			continue // a bench of baselines only
+		}
+		row := []string{b.name}
 		for _, task := range taskKinds {
 			if g := group(p, task); g != nil {
 				row = append(row, pct(g.CorrectRate))
@@ -313,7 +316,7 @@ func (a *analyser) sideBySide() reports.Table {
 		row = append(row, sourceLabel(b.summary.Source, b.summary.Measured))
 		t.Rows = append(t.Rows, row)
 	}
-	t.Notes = []string{fmt.Sprintf("The policy named %q of each bench; RL faster than SFT compares it with the policy named %q.", RLPolicy, SFTPolicy)}
+	t.Notes = []string{fmt.Sprintf("The policy named %q of each bench that has one; RL faster than SFT compares it with the policy named %q.", RLPolicy, SFTPolicy)}
 	return t
 }
 

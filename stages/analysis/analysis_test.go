@@ -389,3 +389,33 @@ func TestRunDeterministic(t *testing.T) {
 		t.Error("a style change changed tables/main.csv")
 	}
 }
+
+// TestRunTwoBenches: two benches (as the ablation's reward shapes) get a
+// row each in side_by_side and their own figures.
+func TestRunTwoBenches(t *testing.T) {
+	files := `{ summary = "small/bench/summary.json", attempts = "small/bench/attempts.jsonl", per_task = "small/bench/per_task.csv" }`
+	src := strings.Replace(stageSrc(""), "benches = { main = "+files+" }", "benches = { log = "+files+", rank = "+files+" }", 1)
+	cfg, got := load(t, src)
+	if cfg == nil {
+		t.Fatal(got)
+	}
+	root := t.TempDir()
+	eng := &stages.Engine{Store: cache.NewMem(), Jobs: 1, WorkRoot: filepath.Join(root, "work"), OutDir: filepath.Join(root, "out")}
+	rep, err := eng.Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Results[0]; r.Status != stages.StatusRan {
+		t.Fatalf("analysis %s: %v", r.Status, r.Err)
+	}
+	dir := filepath.Join(root, "out", "analysis")
+	sbs := readCSV(t, filepath.Join(dir, "tables", "side_by_side.csv"))
+	if len(sbs) != 3 || sbs[1][0] != "log" || sbs[2][0] != "rank" || sbs[1][5] != "3 of 4" {
+		t.Errorf("side_by_side.csv: %v; want a row for log and rank, RL faster on 3 of 4", sbs)
+	}
+	for _, f := range []string{"speedup_cdf_log_construction.svg", "speedup_cdf_rank_refinement.svg", "latency_scatter_rank_construction.png"} {
+		if _, err := os.Stat(filepath.Join(dir, "figures", f)); err != nil {
+			t.Error(err)
+		}
+	}
+}

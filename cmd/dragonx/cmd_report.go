@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -110,7 +111,7 @@ func cachedResults(ctx context.Context, eng *stages.Engine, cfg *stages.Config) 
 		if fl := info.Failure; fl != nil && fl.Key == r.Key {
 			r.Status = stages.StatusFailed
 			r.Log = fl.Log
-			r.Err = fmt.Errorf("%s", fl.Error)
+			r.Err = errors.New(fl.Error)
 		}
 	}
 	return rep.Results, nil

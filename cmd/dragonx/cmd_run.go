@@ -10,6 +10,7 @@ import (
 
 	"dragonx/cache/remote"
 	"dragonx/internal/progress"
+	"dragonx/internal/redact"
 	"dragonx/stages"
 )
 
@@ -36,7 +37,7 @@ self-contained page) and OUT/report.md, and its path printed: a cell per stage
 (status ran, cached, failed or skipped; key; duration; parameters; outputs; the
 tail of its log), then the results of the analysis stages ('dragonx help
 report'; 'dragonx report FILE.hcl' writes it again from the cache). -out -
-writes no report.
+writes no report; with -json the path is not printed.
 
 With -json, one JSON document goes to standard output:
   {"ok": bool, "stages": [{"name", "kind", "key", "status": "ran|cached|failed|skipped",
@@ -135,9 +136,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if d := inputDiags(rep); len(d) > 0 && !f.json {
 		printDiags(e, false, cfg, d)
 	}
-	var reportErr error
+	reportOK := true
 	if eng.OutDir != "" {
-		reportErr = runReportAfter(ctx, e, eng, cfg, rep, f.json)
+		reportOK = runReportAfter(ctx, e, eng, cfg, rep, f.json)
 	}
 	if err != nil {
 		return err
@@ -145,28 +146,10 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if !rep.OK() {
 		return withCode(exitStageFailed, nil)
 	}
-	return reportErr
-}
-
-// runReportAfter writes the notebook report of a finished run into the
-// output directory and prints its path (not under -json, whose standard
-// output is one document).
-func runReportAfter(ctx context.Context, e *env, eng *stages.Engine, cfg *stages.Config, rep *stages.Report, asJSON bool) error {
-	nb, err := buildNotebook(ctx, eng, cfg, rep.Results)
-	if err == nil {
-		if err = os.MkdirAll(eng.OutDir, 0o755); err == nil {
-			var htmlPath string
-			_, htmlPath, err = writeReport(nb, eng.OutDir)
-			if err == nil && !asJSON {
-				fmt.Fprintf(e.stderr, "report: %s\n", htmlPath)
-			}
-		}
+	if !reportOK {
+		return withCode(exitFailure, nil) // the error is printed
 	}
-	if err != nil {
-		err = fmt.Errorf("writing the report: %w", err)
-		fmt.Fprintf(e.stderr, "dragonx: %v\n", err)
-	}
-	return err
+	return nil
 }
 
 // inputDiags turns input errors (a missing local file) into diagnostics
@@ -186,4 +169,25 @@ func inputDiags(rep *stages.Report) hcl.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// runReportAfter writes the notebook report of a finished run into the
+// output directory and prints its path (not under -json, whose standard
+// output is one document); it prints why it could not and returns false.
+func runReportAfter(ctx context.Context, e *env, eng *stages.Engine, cfg *stages.Config, rep *stages.Report, asJSON bool) bool {
+	nb, err := buildNotebook(ctx, eng, cfg, rep.Results)
+	if err == nil {
+		if err = os.MkdirAll(eng.OutDir, 0o755); err == nil {
+			var htmlPath string
+			_, htmlPath, err = writeReport(nb, eng.OutDir)
+			if err == nil && !asJSON {
+				fmt.Fprintf(e.stderr, "report: %s\n", htmlPath)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "dragonx run: writing the report: %s\n", redact.Text(err.Error()))
+		return false
+	}
+	return true
 }

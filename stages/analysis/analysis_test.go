@@ -3,8 +3,10 @@ package analysis_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/csv"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -418,4 +420,54 @@ func TestRunTwoBenches(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/outputs.golden with the sample analysis's outputs")
+
+// TestVersionGuard: the digest of every output of the sample analysis is
+// recorded with the kind's Version in testdata/outputs.golden. Outputs that
+// change while Version stays the same would make old cache entries wrong
+// hits, so this fails until Version is bumped (then run with -update).
+// It is what makes "only the analysis reruns when a plot's code changes"
+// true: a change in package plots or reports changes these bytes.
+func TestVersionGuard(t *testing.T) {
+	dir := runAnalysis(t, "")
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		lines = append(lines, fmt.Sprintf("%s  %x", filepath.ToSlash(rel), sha256.Sum256(b)))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	got := "version " + analysis.Version + "\n" + strings.Join(lines, "\n") + "\n"
+	golden := filepath.Join("testdata", "outputs.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	b, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test ./stages/analysis -run TestVersionGuard -update writes it)", err)
+	}
+	want := string(b)
+	if got == want {
+		return
+	}
+	wantVersion, _, _ := strings.Cut(want, "\n")
+	if wantVersion == "version "+analysis.Version {
+		t.Fatalf("the analysis's outputs changed but its Version (%s) did not: bump Version in stages/analysis (old cache entries would be wrong hits), then run go test ./stages/analysis -run TestVersionGuard -update\nwant:\n%s\ngot:\n%s", analysis.Version, want, got)
+	}
+	t.Fatalf("Version is %s, the golden outputs are of %s: run go test ./stages/analysis -run TestVersionGuard -update", analysis.Version, wantVersion)
 }

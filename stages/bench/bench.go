@@ -272,7 +272,7 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		}
 		// The canonical order, whatever the order written: the outputs
 		// list the baselines in it.
-		var out []string
+		out := []string{}
 		for _, b := range AllBaselines {
 			if seen[b] {
 				out = append(out, b)

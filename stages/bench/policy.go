@@ -61,7 +61,6 @@ func (r *run) policy(ctx context.Context, ld Loader, p Policy) error {
 	chunk := max(1, r.sp.Batch/max(1, r.sp.Attempts))
 	var sampleTime time.Duration
 	tokens, rows := 0, 0
-	grammars := map[string]*sft.LazyGrammar{}
 	for c := 0; c < len(todo); c += chunk {
 		tasks := todo[c:min(c+chunk, len(todo))]
 		bases := make([]*float64, len(tasks))
@@ -99,7 +98,7 @@ func (r *run) policy(ctx context.Context, ld Loader, p Policy) error {
 		} {
 			for b := 0; b < len(set.rows); b += r.sp.Batch {
 				batch := set.rows[b:min(b+r.sp.Batch, len(set.rows))]
-				if err := r.sampleBatch(ctx, m, batch, set.opts, grammars); err != nil {
+				if err := r.sampleBatch(ctx, m, batch, set.opts); err != nil {
 					return err
 				}
 			}
@@ -161,7 +160,7 @@ func indexOf(tasks []*Task, t *Task) int {
 
 // sampleBatch samples one batch of rows with opts (under the workloads'
 // script grammars with constrained) and keeps each row's sample.
-func (r *run) sampleBatch(ctx context.Context, m Model, batch []*policyRow, opts dragon.SampleOptions, grammars map[string]*sft.LazyGrammar) error {
+func (r *run) sampleBatch(ctx context.Context, m Model, batch []*policyRow, opts dragon.SampleOptions) error {
 	rows := make([]dragon.SampleRow, len(batch))
 	for k, pr := range batch {
 		rows[k] = pr.row
@@ -169,10 +168,11 @@ func (r *run) sampleBatch(ctx context.Context, m Model, batch []*policyRow, opts
 	if r.sp.Constrained {
 		cons := make([]dragon.RowConstraint, len(batch))
 		for k, pr := range batch {
-			lg, ok := grammars[pr.task.Hash]
+			lg, ok := r.grammars[pr.task.Hash]
 			if !ok {
+				// Built on first use, shared by the policies.
 				lg = sft.NewLazyGrammar(ctx, pr.task.Spec, "held-out "+pr.task.Name(), r.voc, r.sp.Seed)
-				grammars[pr.task.Hash] = lg
+				r.grammars[pr.task.Hash] = lg
 			}
 			cons[k] = sft.GrammarConstraint(lg)
 		}

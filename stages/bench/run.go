@@ -131,7 +131,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 	}
 	defer st.close()
 
-	r := &run{sp: sp, tasks: tasks, voc: voc, js: js, st: st, logf: logf, rep: env.Progress, dir: j.Dir,
+	r := &run{sp: sp, tasks: tasks, voc: voc, js: js, st: st, logf: logf, rep: env.Progress, dir: j.Dir, grammars: map[string]*sft.LazyGrammar{},
 		total: len(tasks) * (len(sp.Policies) + len(sp.Baselines))}
 	r.done = st.count()
 	logf("%d construction tasks and %d refinement prompts; %d policies, baselines %v; target %s (%s); %d groups done before", countKind(tasks, KindConstruction), countKind(tasks, KindRefinement), len(sp.Policies), sp.Baselines, sp.Target, js.source, r.done)
@@ -257,6 +257,10 @@ type run struct {
 
 	basesMu sync.Mutex
 	bases   map[string]*once[*float64]
+
+	// grammars are the workloads' script grammars (constrained), used by
+	// the sampling goroutine only.
+	grammars map[string]*sft.LazyGrammar
 }
 
 // progress reports a finished group of name's, with that entry's ETA.

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -350,11 +349,6 @@ func TestRunFake(t *testing.T) {
 	sp := testSpec()
 	first, rows := runFake(t, sp, "")
 	checkInvariants(t, sp, first, 6)
-	if os.Getenv("BENCH_DUMP") != "" {
-		os.WriteFile("/tmp/bench-dump-attempts.jsonl", first[AttemptsFile], 0o644)
-		os.WriteFile("/tmp/bench-dump-summary.json", first[SummaryFile], 0o644)
-		os.WriteFile("/tmp/bench-dump-per_task.csv", first[PerTaskFile], 0o644)
-	}
 	atts := readAttempts(t, first[AttemptsFile])
 	// The model that never writes <eos> is never correct; the other is
 	// sometimes; the unscheduled kernel and the dataset's best always
@@ -480,8 +474,5 @@ func TestRunBaselinesOnly(t *testing.T) {
 	err := runJob(context.Background(), &job.Job{Kind: "bench", Version: Version, Spec: spec, Dir: dir, Shards: 1}, &job.Env{Progress: progress.Nop{}, Log: &bytes.Buffer{}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "dragonx-torch") {
 		t.Errorf("policies without libtorch: %v", err)
-	}
-	if errors.Is(err, context.Canceled) {
-		t.Error("wrong error")
 	}
 }

@@ -209,10 +209,10 @@ locals {
   #
   #                      smoke    small     paper
   bench_sizes = {
-    bench_tasks   = { smoke = 2, small = 20, paper = 0 }        # held-out tasks per kind; 0 = all (102 / 170)
+    bench_tasks   = { smoke = 2, small = 10, paper = 0 }        # held-out tasks per kind; 0 = all (102 / 170)
     attempts      = { smoke = 2, small = 2, paper = 4 }         # sampled attempts per task, and one greedy
     bench_max_new = { smoke = 64, small = 512, paper = 1024 }
-    bench_trials  = { smoke = 4, small = 16, paper = 1000 }     # the search baseline's trials per task
+    bench_trials  = { smoke = 4, small = 8, paper = 1000 }      # the search baseline's trials per task
   }
   b = { for k, v in local.bench_sizes : k => v[var.scale] }
 }

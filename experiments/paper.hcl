@@ -68,10 +68,10 @@ locals {
     rl_group      = { smoke = 3, small = 4, paper = 16 }        # samples per prompt (G)
     rl_max_new    = { smoke = 400, small = 512, paper = 1024 }
     rl_lr         = { smoke = 1e-4, small = 2e-5, paper = 1e-5 }
-    bench_tasks   = { smoke = 2, small = 20, paper = 0 }        # held-out tasks per kind; 0 = all (102 / 170)
+    bench_tasks   = { smoke = 2, small = 10, paper = 0 }        # held-out tasks per kind; 0 = all (102 / 170)
     attempts      = { smoke = 2, small = 2, paper = 4 }         # sampled attempts per task, and one greedy
     bench_max_new = { smoke = 64, small = 512, paper = 1024 }
-    bench_trials  = { smoke = 4, small = 16, paper = 1000 }     # the search baseline's trials per task
+    bench_trials  = { smoke = 4, small = 8, paper = 1000 }      # the search baseline's trials per task
   }
   s = { for k, v in local.sizes : k => v[var.scale] }
 }

@@ -4,11 +4,18 @@
 #   dragonx run experiments/ablation-reward.hcl                    # scale "small"
 #   dragonx run -var scale=smoke experiments/ablation-reward.hcl   # every stage tiny
 #
-#   workloads ──> harvest ──> encode ──> sft ──> rl["gate"]
-#                                            ├─> rl["log_speedup"]
-#                                            ├─> rl["linear_capped"]
-#                                            ├─> rl["rank"]
-#                                            └─> rl["no_gate"]
+#   workloads ──> harvest ──> encode ──> sft ──> rl["gate"] ──────────> bench["gate"] ──────────┐
+#                                            ├─> rl["log_speedup"] ───> bench["log_speedup"] ───┤
+#                                            ├─> rl["linear_capped"] ─> bench["linear_capped"] ─┤
+#                                            ├─> rl["rank"] ──────────> bench["rank"] ──────────┼─> analysis
+#                                            └─> rl["no_gate"] ───────> bench["no_gate"] ───────┤
+#                                    baselines (bench, the baselines only, once) ───────────────┘
+#
+# Each bench["SHAPE"] samples the held-out tasks with sft's checkpoint and that
+# shape's rl checkpoint (policies "sft" and "rl", the names the analysis
+# compares); the baselines, the same for every shape, run once in the stage
+# "baselines". The analysis sets the shapes side by side in one report
+# (out/report.html; its table side_by_side: one row per shape).
 #
 # The stages workloads, harvest, encode and sft are paper.hcl's, block for
 # block (and the sizes table is its table), so their cache keys are the same
@@ -194,5 +201,77 @@ stage "rl" {
     numeric     = true
     target      = "h100-model"
     constrained = true # sampled under the script grammar, as rl's training samples are
+  }
+}
+
+locals {
+  # The benchmark's sizes: paper.hcl's rows of the same names.
+  #
+  #                      smoke    small     paper
+  bench_sizes = {
+    bench_tasks   = { smoke = 2, small = 10, paper = 0 }        # held-out tasks per kind; 0 = all (102 / 170)
+    attempts      = { smoke = 2, small = 2, paper = 4 }         # sampled attempts per task, and one greedy
+    bench_max_new = { smoke = 64, small = 512, paper = 1024 }
+    bench_trials  = { smoke = 4, small = 8, paper = 1000 }      # the search baseline's trials per task
+  }
+  b = { for k, v in local.bench_sizes : k => v[var.scale] }
+}
+
+# One bench per reward shape: sft's and that shape's rl checkpoint.
+stage "bench" {
+  for_each           = local.rewards
+  kind               = "bench"
+  heldout            = stage.encode.out.heldout
+  vocab              = stage.encode.out.vocab
+  construction_tasks = stage.harvest.out.test_construction
+  refinement_prompts = stage.harvest.out.test_refinement
+  policy "sft" {
+    checkpoint = stage.sft.out.checkpoint
+  }
+  policy "rl" {
+    checkpoint = stage.rl[each.key].out.checkpoint
+  }
+  baselines   = []
+  attempts    = local.b.attempts
+  temperature = 0.8
+  greedy      = true
+  max_new     = local.b.bench_max_new
+  constrained = true
+  tasks       = local.b.bench_tasks
+  target      = "h100-model"
+  numeric     = true
+  seed        = 1
+  threads     = 2
+}
+
+# The baselines, once: the same tasks and budgets as paper.hcl's bench.
+stage "baselines" {
+  kind               = "bench"
+  construction_tasks = stage.harvest.out.test_construction
+  refinement_prompts = stage.harvest.out.test_refinement
+  db                 = stage.harvest.out.db
+  baselines          = ["unscheduled", "random", "search", "dataset_best"]
+  attempts           = local.b.attempts
+  greedy             = true
+  tasks              = local.b.bench_tasks
+  search_trials      = local.b.bench_trials
+  target             = "h100-model"
+  numeric            = true
+  seed               = 1
+}
+
+# One report comparing the shapes side by side.
+stage "analysis" {
+  kind    = "analysis"
+  scale   = var.scale
+  benches = merge({ for k, b in stage.bench : k => b.out }, { baselines = stage.baselines.out })
+  rl      = { for k, r in stage.rl : k => r.out }
+  sft     = stage.sft.out
+  harvest = stage.harvest.out
+  style {
+    width     = 6
+    height    = 4
+    font_size = 11
+    palette   = "okabe-ito"
   }
 }

@@ -6,7 +6,12 @@
 #   dragonx run -var scale=smoke experiments/paper.hcl   # every stage tiny: make test
 #   dragonx plan -var scale=paper experiments/paper.hcl  # the paper's sizes: a cluster and a GPU
 #
-#   workloads ──> harvest ──> encode ──> sft ──> rl
+#   workloads ──> harvest ──> encode ──> sft ──> rl ──> bench ──> analysis
+#
+# bench samples the held-out tasks with the sft and rl checkpoints and runs the
+# baselines; analysis turns bench's results, the training curves and the
+# datasets into the paper's tables and figures, and `dragonx run` ends with the
+# path of the report (out/report.html: a cell per stage, then the results).
 #
 # Every output format is in docs/pipeline.md; the sizes below are explained
 # (and were measured) in its section "Scales". Latencies come from the analytic
@@ -63,6 +68,10 @@ locals {
     rl_group      = { smoke = 3, small = 4, paper = 16 }        # samples per prompt (G)
     rl_max_new    = { smoke = 400, small = 512, paper = 1024 }
     rl_lr         = { smoke = 1e-4, small = 2e-5, paper = 1e-5 }
+    bench_tasks   = { smoke = 2, small = 10, paper = 0 }        # held-out tasks per kind; 0 = all (102 / 170)
+    attempts      = { smoke = 2, small = 2, paper = 4 }         # sampled attempts per task, and one greedy
+    bench_max_new = { smoke = 64, small = 512, paper = 1024 }
+    bench_trials  = { smoke = 4, small = 8, paper = 1000 }      # the search baseline's trials per task
   }
   s = { for k, v in local.sizes : k => v[var.scale] }
 }
@@ -173,5 +182,53 @@ stage "rl" {
     numeric     = true
     target      = "h100-model"
     constrained = true # sampled under the script grammar, as rl's training samples are
+  }
+}
+
+# The paper's GPU benchmark (docs/pipeline.md ## bench): each policy samples
+# `attempts` attempts at temperature 0.8 and one greedy attempt per held-out
+# task; the baselines get the same budget. Latencies from the H100 model
+# (model:h100): simulated, never measured.
+stage "bench" {
+  kind               = "bench"
+  heldout            = stage.encode.out.heldout
+  vocab              = stage.encode.out.vocab
+  construction_tasks = stage.harvest.out.test_construction
+  refinement_prompts = stage.harvest.out.test_refinement
+  db                 = stage.harvest.out.db
+  policy "sft" {
+    checkpoint = stage.sft.out.checkpoint
+  }
+  policy "rl" {
+    checkpoint = stage.rl.out.checkpoint
+  }
+  baselines     = ["unscheduled", "random", "search", "dataset_best"]
+  attempts      = local.s.attempts
+  temperature   = 0.8
+  greedy        = true
+  max_new       = local.s.bench_max_new
+  constrained   = true
+  tasks         = local.s.bench_tasks
+  search_trials = local.s.bench_trials
+  target        = "h100-model"
+  numeric       = true
+  seed          = 1
+  threads       = 2
+}
+
+# The paper's tables and figures (docs/pipeline.md ## analysis): only this stage
+# reruns when a figure's style or code changes.
+stage "analysis" {
+  kind    = "analysis"
+  scale   = var.scale
+  benches = { paper = stage.bench.out }
+  rl      = { paper = stage.rl.out }
+  sft     = stage.sft.out
+  harvest = stage.harvest.out
+  style {
+    width     = 6
+    height    = 4
+    font_size = 11
+    palette   = "okabe-ito"
   }
 }

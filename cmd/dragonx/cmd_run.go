@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/hashicorp/hcl/v2"
 
 	"dragonx/cache/remote"
 	"dragonx/internal/progress"
+	"dragonx/internal/redact"
 	"dragonx/stages"
 )
 
@@ -29,6 +31,13 @@ stages they depend on are considered.
 Every stage's outputs are copied to OUT/<stage>/<path> (default out/ at the
 experiment's repository root; -out - disables it). Each stage's log is stored in
 the cache; 'dragonx show STAGE' replays it, also for cached stages.
+
+After the run, the notebook report is written to OUT/report.html (one
+self-contained page) and OUT/report.md, and its path printed: a cell per stage
+(status ran, cached, failed or skipped; key; duration; parameters; outputs; the
+tail of its log), then the results of the analysis stages ('dragonx help
+report'; 'dragonx report FILE.hcl' writes it again from the cache). -out -
+writes no report; with -json the path is not printed.
 
 With -json, one JSON document goes to standard output:
   {"ok": bool, "stages": [{"name", "kind", "key", "status": "ran|cached|failed|skipped",
@@ -127,11 +136,18 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if d := inputDiags(rep); len(d) > 0 && !f.json {
 		printDiags(e, false, cfg, d)
 	}
+	reportOK := true
+	if eng.OutDir != "" {
+		reportOK = runReportAfter(ctx, e, eng, cfg, rep, f.json)
+	}
 	if err != nil {
 		return err
 	}
 	if !rep.OK() {
 		return withCode(exitStageFailed, nil)
+	}
+	if !reportOK {
+		return withCode(exitFailure, nil) // the error is printed
 	}
 	return nil
 }
@@ -153,4 +169,25 @@ func inputDiags(rep *stages.Report) hcl.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// runReportAfter writes the notebook report of a finished run into the
+// output directory and prints its path (not under -json, whose standard
+// output is one document); it prints why it could not and returns false.
+func runReportAfter(ctx context.Context, e *env, eng *stages.Engine, cfg *stages.Config, rep *stages.Report, asJSON bool) bool {
+	nb, err := buildNotebook(ctx, eng, cfg, rep.Results)
+	if err == nil {
+		if err = os.MkdirAll(eng.OutDir, 0o755); err == nil {
+			var htmlPath string
+			_, htmlPath, err = writeReport(nb, eng.OutDir)
+			if err == nil && !asJSON {
+				fmt.Fprintf(e.stderr, "report: %s\n", htmlPath)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "dragonx run: writing the report: %s\n", redact.Text(err.Error()))
+		return false
+	}
+	return true
 }

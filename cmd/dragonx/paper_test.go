@@ -11,16 +11,22 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"dragonx/internal/browsercheck"
 	"dragonx/internal/torchbin"
 )
 
 // TestPaperSmoke runs experiments/paper.hcl at smoke scale end to end with
-// the real CLI (workloads, harvest, encode, then sft and rl in dragonx-torch)
-// and checks real results: every stage ran, the SFT loss fell, the held-out
-// metrics exist and are in range, RL wrote its curves; a second run reruns
-// nothing; a copy whose only change is sft's learning rate reruns only sft
-// and what depends on it (rl), and plan says why.
+// the real CLI (workloads, harvest, encode, then sft, rl and bench in
+// dragonx-torch, then analysis) and checks real results: every stage ran,
+// the SFT loss fell, the held-out metrics exist and are in range, RL wrote
+// its curves, bench judged every policy and baseline on every task, the
+// analysis wrote its tables and figures, and the notebook report renders in
+// a browser (chromium; that part skips where it is missing); a second run
+// reruns nothing; a copy whose only change is sft's learning rate reruns
+// only sft and what depends on it, and plan says why; a copy whose only
+// change is a figure's style reruns only the analysis.
 //
 // It needs dragonx-torch (make build; make test points $DRAGONX_TORCH at
 // bin/dragonx-torch) and skips, saying so, where it cannot be found.
@@ -29,7 +35,7 @@ func TestPaperSmoke(t *testing.T) {
 		t.Skipf("the sft stage runs in dragonx-torch, which is not available (%v): run `make test`, or set $%s", err, torchbin.EnvVar)
 	}
 	if testing.Short() {
-		t.Skip("-short: the smoke pipeline takes about half a minute")
+		t.Skip("-short: the smoke pipeline takes one to three minutes")
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -55,8 +61,11 @@ func TestPaperSmoke(t *testing.T) {
 	}
 
 	_, stderr := run("run", "-cache", cacheDir, "-out", out, "-var", "scale=smoke", paper)
-	if !strings.Contains(stderr, "5 ran") {
-		t.Fatalf("first run: want 5 stages run:\n%s", stderr)
+	if !strings.Contains(stderr, "7 ran") {
+		t.Fatalf("first run: want 7 stages run:\n%s", stderr)
+	}
+	if want := "report: " + filepath.Join(out, "report.html") + "\n"; !strings.HasSuffix(stderr, want) {
+		t.Fatalf("first run: stderr does not end with %q:\n%s", want, stderr)
 	}
 
 	// The datasets are not empty and every example round-tripped.
@@ -164,10 +173,72 @@ func TestPaperSmoke(t *testing.T) {
 		t.Fatalf("rl metrics.json: %d steps, %d samples (want 3 and 18), heldout %v", rm.Training.Steps, rm.Training.Samples, rm.Heldout != nil)
 	}
 
+	// bench judged both policies and the four baselines on 2 tasks of each
+	// kind (bench_tasks at smoke scale), every latency labelled.
+	var sum struct {
+		Source   string `json:"source"`
+		Attempts int    `json:"attempts"`
+		Policies []struct {
+			Name         string `json:"name"`
+			Construction struct {
+				Tasks, Attempts int
+			} `json:"construction"`
+			Refinement struct {
+				Tasks, Attempts int
+			} `json:"refinement"`
+		} `json:"policies"`
+	}
+	readJSON(t, filepath.Join(out, "bench", "summary.json"), &sum)
+	var names []string
+	for _, p := range sum.Policies {
+		names = append(names, p.Name)
+		if p.Construction.Tasks != 2 || p.Refinement.Tasks != 2 || p.Construction.Attempts == 0 {
+			t.Errorf("bench %s: %d construction and %d refinement tasks, %d attempts; want 2 and 2", p.Name, p.Construction.Tasks, p.Refinement.Tasks, p.Construction.Attempts)
+		}
+	}
+	if got := strings.Join(names, " "); !strings.Contains(got, "sft") || !strings.Contains(got, "rl") || !strings.Contains(got, "baseline:search") || sum.Source != "model:h100" {
+		t.Errorf("bench summary: policies %s, source %q", got, sum.Source)
+	}
+
+	// The analysis: its main table has a row per policy and task kind, the
+	// latencies labelled simulated; its figures are written.
+	main := readCSV(t, filepath.Join(out, "analysis", "tables", "main.csv"))
+	if len(main) != 1+2*len(sum.Policies) {
+		t.Errorf("analysis main.csv: %d rows, want a header and %d", len(main), 2*len(sum.Policies))
+	}
+	for _, r := range main[1:] {
+		if r[len(r)-1] != "model:h100 (simulated)" {
+			t.Errorf("analysis main.csv row %v: the source is not labelled simulated", r)
+		}
+	}
+	for _, f := range []string{"sft_loss.svg", "rl_curves_paper.png", "dataset_stats.svg", "family_correctness_paper_construction.svg"} {
+		if st, err := os.Stat(filepath.Join(out, "analysis", "figures", f)); err != nil || st.Size() == 0 {
+			t.Errorf("analysis figure %s: %v", f, err)
+		}
+	}
+	report := filepath.Join(out, "report.html")
+	t.Run("browser", func(t *testing.T) {
+		if _, err := browsercheck.Find(); err != nil {
+			t.Skipf("the report's browser check needs chromium: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res, err := browsercheck.Check(ctx, report, filepath.Join(t.TempDir(), "report.png"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := res.Problems(); len(p) > 0 {
+			t.Errorf("report.html in chromium: %s", strings.Join(p, "; "))
+		}
+		if len(res.Images) < 4 || res.Tables < 10 {
+			t.Errorf("report.html shows %d images and %d tables; want the analysis's figures and tables", len(res.Images), res.Tables)
+		}
+	})
+
 	// A second run reruns nothing.
 	_, stderr = run("run", "-cache", cacheDir, "-out", out, "-var", "scale=smoke", paper)
-	if !strings.Contains(stderr, "5 cached") || strings.Contains(stderr, " ran ") {
-		t.Fatalf("second run: want 5 cached, nothing run:\n%s", stderr)
+	if !strings.Contains(stderr, "7 cached") || strings.Contains(stderr, " ran ") {
+		t.Fatalf("second run: want 7 cached, nothing run:\n%s", stderr)
 	}
 
 	// A copy whose only change is sft's learning rate reruns sft only.
@@ -203,7 +274,7 @@ func TestPaperSmoke(t *testing.T) {
 		switch st.Name {
 		case "sft":
 			want = "run"
-		case "rl":
+		case "rl", "bench", "analysis":
 			want = "maybe" // sft's new checkpoint decides
 		}
 		if st.Status != want {
@@ -213,8 +284,38 @@ func TestPaperSmoke(t *testing.T) {
 			t.Errorf("plan: sft's reasons %q do not name the optimizer parameter", st.Reasons)
 		}
 	}
-	if len(plan.Stages) != 5 {
-		t.Fatalf("plan lists %d stages, want 5", len(plan.Stages))
+	if len(plan.Stages) != 7 {
+		t.Fatalf("plan lists %d stages, want 7", len(plan.Stages))
+	}
+
+	// A copy whose only change is a figure's style reruns only the analysis.
+	const styleLine = "font_size = 11"
+	if !bytes.Contains(src, []byte(styleLine)) {
+		t.Fatalf("paper.hcl no longer has the line %q that this test edits", styleLine)
+	}
+	if err := os.WriteFile(copyPath, bytes.Replace(src, []byte(styleLine), []byte("font_size = 13"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	planOut, _ = run("plan", "-json", "-cache", cacheDir, "-var", "scale=smoke", copyPath)
+	plan.Stages = nil
+	if err := json.Unmarshal([]byte(planOut), &plan); err != nil {
+		t.Fatalf("plan -json: %v\n%s", err, planOut)
+	}
+	for _, st := range plan.Stages {
+		want := "cached"
+		if st.Name == "analysis" {
+			want = "run"
+			if !strings.Contains(strings.Join(st.Reasons, "; "), "param analysis.style") {
+				t.Errorf("plan: the analysis's reasons %q do not name its style", st.Reasons)
+			}
+		}
+		if st.Status != want {
+			t.Errorf("plan after a style edit: %s is %s, want %s (%v)", st.Name, st.Status, want, st.Reasons)
+		}
+	}
+	_, stderr = run("run", "-cache", cacheDir, "-out", out, "-var", "scale=smoke", copyPath)
+	if !strings.Contains(stderr, "1 ran, 6 cached") {
+		t.Errorf("run after a style edit: want 1 ran, 6 cached:\n%s", stderr)
 	}
 }
 

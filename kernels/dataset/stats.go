@@ -81,14 +81,26 @@ func (st *Stats) family(f string) *FamilyCount {
 func (st *Stats) addConstruction(c *Construction) {
 	st.Construction++
 	st.family(c.Family).Construction++
-	var t [2]json.RawMessage
-	if json.Unmarshal(c.Target.Trace, &t) == nil {
-		var insts []json.RawMessage
-		if json.Unmarshal(t[0], &insts) == nil {
-			st.traceLens = append(st.traceLens, float64(len(insts)))
-		}
+	if n, ok := TraceLength(c); ok {
+		st.traceLens = append(st.traceLens, float64(n))
 	}
 	st.scriptLines = append(st.scriptLines, float64(strings.Count(strings.TrimRight(c.Target.Script, "\n"), "\n")+1))
+}
+
+// TraceLength is the number of instructions in a construction example's
+// target trace (postprocessors included): what Stats.TraceLength
+// summarises. ok is false when the trace is not a [instructions, decisions]
+// pair.
+func TraceLength(c *Construction) (n int, ok bool) {
+	var t [2]json.RawMessage
+	if json.Unmarshal(c.Target.Trace, &t) != nil {
+		return 0, false
+	}
+	var insts []json.RawMessage
+	if json.Unmarshal(t[0], &insts) != nil {
+		return 0, false
+	}
+	return len(insts), true
 }
 
 func (st *Stats) addRefinement(r *Refinement) {

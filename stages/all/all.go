@@ -3,6 +3,7 @@
 package all
 
 import (
+	_ "dragonx/stages/analysis"  // kind "analysis"
 	_ "dragonx/stages/bench"     // kind "bench"
 	_ "dragonx/stages/encode"    // kind "encode"
 	_ "dragonx/stages/exec"      // kind "exec"

@@ -144,11 +144,11 @@ locals {
   #
   #                      smoke    small     paper
   rl_sizes = {
-    rl_steps   = { smoke = 3, small = 8, paper = 2000 }       # GRPO steps
-    rl_prompts = { smoke = 2, small = 2, paper = 16 }         # prompts per step
+    rl_steps   = { smoke = 3, small = 12, paper = 2000 }       # GRPO steps
+    rl_prompts = { smoke = 2, small = 4, paper = 16 }         # prompts per step
     rl_group   = { smoke = 3, small = 4, paper = 16 }         # samples per prompt
     rl_max_new = { smoke = 400, small = 512, paper = 1024 }   # a whole script: a cut one fails
-    rl_lr      = { smoke = 1e-4, small = 2e-5, paper = 1e-5 }
+    rl_lr      = { smoke = 1e-4, small = 1e-4, paper = 1e-5 }
   }
   r = { for k, v in local.rl_sizes : k => v[var.scale] }
 
@@ -174,6 +174,7 @@ stage "rl" {
   seed               = 1
   threads            = 2
   constrained        = true
+  gpu_limits         = true
   construction_share = 0.5
   grpo {
     steps       = local.r.rl_steps
@@ -201,6 +202,7 @@ stage "rl" {
     numeric     = true
     target      = "h100-model"
     constrained = true # sampled under the script grammar, as rl's training samples are
+    gpu_limits  = true
   }
 }
 
@@ -237,6 +239,7 @@ stage "bench" {
   greedy      = true
   max_new     = local.b.bench_max_new
   constrained = true
+  gpu_limits  = true
   tasks       = local.b.bench_tasks
   target      = "h100-model"
   numeric     = true

@@ -63,11 +63,11 @@ locals {
     warmup        = { smoke = 5, small = 15, paper = 2000 }
     eval_tasks    = { smoke = 4, small = 20, paper = 102 }      # greedy held-out samples per task kind
     max_new       = { smoke = 64, small = 512, paper = 1024 }
-    rl_steps      = { smoke = 3, small = 8, paper = 2000 }      # GRPO steps
-    rl_prompts    = { smoke = 2, small = 2, paper = 16 }        # prompts per step
+    rl_steps      = { smoke = 3, small = 12, paper = 2000 }      # GRPO steps
+    rl_prompts    = { smoke = 2, small = 4, paper = 16 }        # prompts per step
     rl_group      = { smoke = 3, small = 4, paper = 16 }        # samples per prompt (G)
     rl_max_new    = { smoke = 400, small = 512, paper = 1024 }
-    rl_lr         = { smoke = 1e-4, small = 2e-5, paper = 1e-5 }
+    rl_lr         = { smoke = 1e-4, small = 1e-4, paper = 1e-5 }
     bench_tasks   = { smoke = 2, small = 10, paper = 0 }        # held-out tasks per kind; 0 = all (102 / 170)
     attempts      = { smoke = 2, small = 2, paper = 4 }         # sampled attempts per task, and one greedy
     bench_max_new = { smoke = 64, small = 512, paper = 1024 }
@@ -155,6 +155,7 @@ stage "rl" {
   seed               = 1
   threads            = 2
   constrained        = true
+  gpu_limits         = true # and within the GPU's thread limits (docs/pipeline.md)
   construction_share = 0.5
   grpo {
     steps       = local.s.rl_steps
@@ -182,6 +183,7 @@ stage "rl" {
     numeric     = true
     target      = "h100-model"
     constrained = true # sampled under the script grammar, as rl's training samples are
+    gpu_limits  = true
   }
 }
 
@@ -208,6 +210,7 @@ stage "bench" {
   greedy        = true
   max_new       = local.s.bench_max_new
   constrained   = true
+  gpu_limits    = true
   tasks         = local.s.bench_tasks
   search_trials = local.s.bench_trials
   target        = "h100-model"

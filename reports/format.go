@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"fmt"
 	"strings"
 	"time"
 )
@@ -16,20 +15,6 @@ func shortID(s string) string {
 		s = s[:12]
 	}
 	return s
-}
-
-// humanBytes formats a byte count for people (binary units).
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // humanDuration formats a duration to a precision people read: "-" for

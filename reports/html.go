@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html/template"
+
+	"dragonx/internal/humanize"
 )
 
 //go:embed page.html.tmpl
@@ -43,7 +45,7 @@ func HTML(nb *Notebook) ([]byte, error) {
 		}
 		for _, o := range c.Outputs {
 			cv.Outputs = append(cv.Outputs, outputView{
-				Name: o.Name, Size: humanBytes(o.Size), Bytes: o.Size, Digest: o.Digest, Short: shortID(o.Digest),
+				Name: o.Name, Size: humanize.Bytes(o.Size), Bytes: o.Size, Digest: o.Digest, Short: shortID(o.Digest),
 			})
 		}
 		v.Cells = append(v.Cells, cv)

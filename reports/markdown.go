@@ -6,6 +6,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"dragonx/internal/humanize"
 )
 
 // Markdown renders the notebook as GitHub-flavoured Markdown. Figures are
@@ -69,7 +71,7 @@ func mdCell(b *bytes.Buffer, c Cell) {
 		b.WriteString("Outputs:\n\n")
 		rows := make([][]string, len(c.Outputs))
 		for i, o := range c.Outputs {
-			rows[i] = []string{mdCode(o.Name, true), humanBytes(o.Size), mdCode(shortID(o.Digest), true)}
+			rows[i] = []string{mdCode(o.Name, true), humanize.Bytes(o.Size), mdCode(shortID(o.Digest), true)}
 		}
 		mdTable(b, []string{"output", "size", "digest"}, rows, []bool{false, true, false})
 		b.WriteString("\n")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dragonx/cache"
+	"dragonx/internal/humanize"
 	"dragonx/internal/progress"
 	"dragonx/stages"
 )
@@ -222,7 +223,7 @@ func cacheLs(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args []
 			extra = fmt.Sprintf("%d blob(s) missing", en.Missing)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, cache.Printable(en.Stage), cache.Printable(en.Kind), en.Key.Short(),
-			en.Started.Local().Format(time.DateTime), en.LastUsed.Local().Format(time.DateTime), humanBytes(en.Size), extra)
+			en.Started.Local().Format(time.DateTime), en.LastUsed.Local().Format(time.DateTime), humanize.Bytes(en.Size), extra)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -258,13 +259,13 @@ func cacheDu(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args []
 		fmt.Fprintf(e.stdout, " (+%d unusable: corrupt or another format version)", u.Unusable)
 	}
 	fmt.Fprintln(e.stdout)
-	fmt.Fprintf(e.stdout, "blobs        %d, %s\n", u.Blobs, humanBytes(u.BlobBytes))
-	fmt.Fprintf(e.stdout, "unreferenced %d, %s (cache gc removes them)\n", u.Unreferenced, humanBytes(u.UnreferencedBytes))
+	fmt.Fprintf(e.stdout, "blobs        %d, %s\n", u.Blobs, humanize.Bytes(u.BlobBytes))
+	fmt.Fprintf(e.stdout, "unreferenced %d, %s (cache gc removes them)\n", u.Unreferenced, humanize.Bytes(u.UnreferencedBytes))
 	if u.Leftovers.Blobs > 0 {
-		fmt.Fprintf(e.stdout, "leftovers    %d interrupted writes, %s (cache gc removes them)\n", u.Leftovers.Blobs, humanBytes(u.Leftovers.Bytes))
+		fmt.Fprintf(e.stdout, "leftovers    %d interrupted writes, %s (cache gc removes them)\n", u.Leftovers.Blobs, humanize.Bytes(u.Leftovers.Bytes))
 	}
 	if u.DiskBytes >= 0 {
-		fmt.Fprintf(e.stdout, "on disk      %s\n", humanBytes(u.DiskBytes))
+		fmt.Fprintf(e.stdout, "on disk      %s\n", humanize.Bytes(u.DiskBytes))
 	}
 	if u.LastGC.IsZero() {
 		fmt.Fprintln(e.stdout, "last gc      never")
@@ -306,7 +307,7 @@ func cacheVerify(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, arg
 			return err
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "verified %s: %d blobs (%s), %d stage runs\n", dir, rep.Blobs, humanBytes(rep.Bytes), rep.Manifests)
+		fmt.Fprintf(e.stdout, "verified %s: %d blobs (%s), %d stage runs\n", dir, rep.Blobs, humanize.Bytes(rep.Bytes), rep.Manifests)
 		for _, p := range rep.Problems {
 			fmt.Fprintf(e.stdout, "  problem: %s\n", p)
 		}
@@ -315,7 +316,7 @@ func cacheVerify(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, arg
 			if rep.Leftovers.Removed {
 				state = "removed"
 			}
-			fmt.Fprintf(e.stdout, "  %d interrupted writes (%s; %s)\n", rep.Leftovers.Blobs, humanBytes(rep.Leftovers.Bytes), state)
+			fmt.Fprintf(e.stdout, "  %d interrupted writes (%s; %s)\n", rep.Leftovers.Blobs, humanize.Bytes(rep.Leftovers.Bytes), state)
 		}
 		if rep.OK() {
 			fmt.Fprintln(e.stdout, "ok")
@@ -387,12 +388,12 @@ func cacheGC(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args []
 		fmt.Fprintf(e.stdout, "  %s %s %s (%s)\n", verb, cache.Printable(ev.Stage), ev.Key.Short(), cache.Printable(ev.Reason))
 	}
 	fmt.Fprintf(e.stdout, "gc: %d of %d stage runs evicted, %d kept (%s); %s %d blobs (%s)\n",
-		len(rep.Evicted), rep.Manifests, rep.Kept, humanBytes(rep.KeptBytes), verb, rep.BlobsRemoved, humanBytes(rep.BytesRemoved))
+		len(rep.Evicted), rep.Manifests, rep.Kept, humanize.Bytes(rep.KeptBytes), verb, rep.BlobsRemoved, humanize.Bytes(rep.BytesRemoved))
 	if rep.Leftovers.Blobs > 0 {
-		fmt.Fprintf(e.stdout, "gc: %s %d interrupted writes (%s)\n", verb, rep.Leftovers.Blobs, humanBytes(rep.Leftovers.Bytes))
+		fmt.Fprintf(e.stdout, "gc: %s %d interrupted writes (%s)\n", verb, rep.Leftovers.Blobs, humanize.Bytes(rep.Leftovers.Bytes))
 	}
 	if !dry && rep.DiskBefore >= 0 {
-		fmt.Fprintf(e.stdout, "gc: on disk %s before, %s after\n", humanBytes(rep.DiskBefore), humanBytes(rep.DiskAfter))
+		fmt.Fprintf(e.stdout, "gc: on disk %s before, %s after\n", humanize.Bytes(rep.DiskBefore), humanize.Bytes(rep.DiskAfter))
 	}
 	if rep.OverSize {
 		fmt.Fprintln(e.stdout, "gc: the entries the -keep experiments use exceed -max-size on their own")
@@ -433,7 +434,7 @@ func cacheExport(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, arg
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "exported %d stage runs, %d blobs (%s) to %s\n", rep.Manifests, rep.Blobs, humanBytes(rep.Bytes), bundle)
+	fmt.Fprintf(e.stdout, "exported %d stage runs, %d blobs (%s) to %s\n", rep.Manifests, rep.Blobs, humanize.Bytes(rep.Bytes), bundle)
 	return nil
 }
 
@@ -455,7 +456,7 @@ func cacheImport(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, arg
 		return err
 	}
 	fmt.Fprintf(e.stdout, "imported %d stage runs (%d already present), %d blobs (%s; %d already present)\n",
-		rep.Manifests, rep.ManifestsPresent, rep.Blobs, humanBytes(rep.Bytes), rep.BlobsPresent)
+		rep.Manifests, rep.ManifestsPresent, rep.Blobs, humanize.Bytes(rep.Bytes), rep.BlobsPresent)
 	return nil
 }
 

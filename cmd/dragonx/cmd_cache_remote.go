@@ -12,6 +12,7 @@ import (
 
 	"dragonx/cache"
 	"dragonx/cache/remote"
+	"dragonx/internal/humanize"
 	"dragonx/internal/progress"
 	"dragonx/stages"
 )
@@ -144,7 +145,7 @@ func cachePush(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args 
 		}
 	}
 	s := client.Stats()
-	fmt.Fprintf(e.stdout, "pushed %d of %d stage runs to %s: %d blobs (%s) uploaded\n", s.Pushed, len(keys), client, s.BlobsUp, humanBytes(s.BytesUp))
+	fmt.Fprintf(e.stdout, "pushed %d of %d stage runs to %s: %d blobs (%s) uploaded\n", s.Pushed, len(keys), client, s.BlobsUp, humanize.Bytes(s.BytesUp))
 	if failed > 0 {
 		return withCode(exitFailure, fmt.Errorf("%d stage run%s could not be pushed ('dragonx cache verify' checks the local cache)", failed, plural(failed)))
 	}
@@ -264,7 +265,7 @@ func cachePull(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args 
 	}
 	s := client.Stats()
 	fmt.Fprintf(e.stdout, "pulled %d stage run%s from %s: %d blobs (%s) downloaded; %d stage%s on neither cache\n",
-		s.Pulled, plural(s.Pulled), client, s.BlobsDown, humanBytes(s.BytesDown), missing, plural(missing))
+		s.Pulled, plural(s.Pulled), client, s.BlobsDown, humanize.Bytes(s.BytesDown), missing, plural(missing))
 	if len(failed) > 0 {
 		return withCode(exitFailure, fmt.Errorf("%d stage run%s could not be pulled", len(failed), plural(len(failed))))
 	}
@@ -354,7 +355,7 @@ func cacheLsRemote(ctx context.Context, e *env, f *expFlags, rf *remoteFlags, fi
 			local = "yes"
 		}
 		if r.Remote == "complete" || r.Remote == "incomplete" {
-			size = humanBytes(r.Bytes)
+			size = humanize.Bytes(r.Bytes)
 		}
 		if r.Remote == "complete" {
 			complete++

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"dragonx/cache"
+	"dragonx/internal/humanize"
 	"dragonx/stages"
 )
 
@@ -117,7 +118,7 @@ func runShow(ctx context.Context, e *env, args []string) error {
 			if o.Tree {
 				kind = "dir"
 			}
-			fmt.Fprintf(e.stdout, "output   %s = %s (%s, %s)\n", cache.Printable(n), o.Digest, kind, humanBytes(o.Size))
+			fmt.Fprintf(e.stdout, "output   %s = %s (%s, %s)\n", cache.Printable(n), o.Digest, kind, humanize.Bytes(o.Size))
 		}
 		fmt.Fprintln(e.stdout, "--- log ---")
 	}

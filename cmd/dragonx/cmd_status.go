@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"dragonx/internal/humanize"
 	"dragonx/stages"
 )
 
@@ -110,21 +111,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		if last == "" {
 			last = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Stage, r.Kind, r.State, last, took, humanBytes(r.OutBytes))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Stage, r.Kind, r.State, last, took, humanize.Bytes(r.OutBytes))
 	}
 	return tw.Flush()
-}
-
-// humanBytes formats a byte count for people.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

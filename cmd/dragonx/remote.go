@@ -11,6 +11,7 @@ import (
 
 	"dragonx/cache"
 	"dragonx/cache/remote"
+	"dragonx/internal/humanize"
 	"dragonx/internal/progress"
 	"dragonx/internal/redact"
 	"dragonx/stages"
@@ -190,9 +191,9 @@ func warner(e *env, ui *textUI) func(string) {
 // remoteSummary is the line that says what a run moved.
 func remoteSummary(c *remote.Client, push bool) string {
 	s := c.Stats()
-	line := fmt.Sprintf("dragonx: remote %s: pulled %d stage run%s (%s)", c, s.Pulled, plural(s.Pulled), humanBytes(s.BytesDown))
+	line := fmt.Sprintf("dragonx: remote %s: pulled %d stage run%s (%s)", c, s.Pulled, plural(s.Pulled), humanize.Bytes(s.BytesDown))
 	if push {
-		line += fmt.Sprintf(", pushed %d (%s)", s.Pushed, humanBytes(s.BytesUp))
+		line += fmt.Sprintf(", pushed %d (%s)", s.Pushed, humanize.Bytes(s.BytesUp))
 	}
 	return line
 }

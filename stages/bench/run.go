@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"dragonx/dragon"
 	"dragonx/internal/progress"
 	"dragonx/kernels/cudabench"
@@ -338,48 +340,19 @@ func (r *run) failed(name string, t *Task, i int, greedy bool, why string, base 
 		Phase: string(judge.PhaseDecode), Error: why, Source: r.js.source, BaselineUS: base}
 }
 
-// parallel runs f(0..n-1) on workers goroutines and returns the first error
-// (cancelling the rest).
+// parallel runs f(0..n-1) on at most workers goroutines and returns the
+// first error, cancelling the context the others see.
 func parallel(ctx context.Context, n, workers int, f func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	errs := make([]error, max(1, min(workers, n)))
-	var wg sync.WaitGroup
-	for w := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if errs[w] != nil {
-					continue
-				}
-				if err := f(ctx, i); err != nil {
-					errs[w] = err
-					cancel()
-				}
-			}
-		}()
-	}
-feed:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, workers))
 	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return f(gctx, i) })
 	}
-	close(next)
-	wg.Wait()
-	// The first real failure, rather than the cancellations it caused.
-	var first error
-	for _, err := range errs {
-		if err != nil && (first == nil || errors.Is(first, context.Canceled) && !errors.Is(err, context.Canceled)) {
-			first = err
-		}
-	}
-	if first != nil {
-		return first
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return ctx.Err()
 }

@@ -2,10 +2,11 @@ package rl
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"dragonx/dragon/grpo"
 	"dragonx/kernels/cudabench"
@@ -230,40 +231,18 @@ func baseline(ctx context.Context, spec RewardSpec, t Task, j *judge.Judge) (*Ba
 	return &Baseline{Kind: kind, LatencyS: *r.LatencyS, Source: r.LatencySource}, "", nil
 }
 
-// parallel runs f(0..n-1) on the rewarder's workers, returning the first
-// error (and cancelling the rest).
+// parallel runs f(0..n-1) on the rewarder's workers and returns the first
+// error; after one, no further i is started.
 func (rw *Rewarder) parallel(ctx context.Context, n int, f func(i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	errs := make([]error, min(rw.workers, max(n, 1)))
-	var wg sync.WaitGroup
-	for w := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if errs[w] != nil {
-					continue
-				}
-				if err := f(i); err != nil {
-					errs[w] = err
-					cancel()
-				}
-			}
-		}()
-	}
-feed:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, rw.workers))
 	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return f(i) })
 	}
-	close(next)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	return ctx.Err()

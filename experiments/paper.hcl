@@ -29,6 +29,34 @@ variable "scale" {
   }
 }
 
+# The bench's size can be overridden without touching the sizes table, e.g. the measurement
+# of docs/results: -var bench_tasks=20 -var bench_attempts=1 -var search_baseline=false
+variable "bench_tasks" {
+  type        = number
+  default     = -1
+  description = "held-out tasks of each kind the bench runs: -1 = the scale's size, 0 = all"
+  validation {
+    condition     = var.bench_tasks >= -1
+    error_message = "bench_tasks must be -1 (the scale's size), 0 (all) or a number of tasks."
+  }
+}
+
+variable "bench_attempts" {
+  type        = number
+  default     = -1
+  description = "sampled attempts per task besides the greedy one: -1 = the scale's number"
+  validation {
+    condition     = var.bench_attempts >= -1
+    error_message = "bench_attempts must be -1 (the scale's number) or a number of attempts."
+  }
+}
+
+variable "search_baseline" {
+  type        = bool
+  default     = true
+  description = "whether the bench runs the evolutionary-search baseline (its costliest part)"
+}
+
 # On a cluster, harvest's shards run as a Slurm job array (docs/cluster.md): uncomment
 # and adjust. The executor is in no stage's key: results are the same bytes, and
 # cached results are shared with local runs.
@@ -204,14 +232,14 @@ stage "bench" {
   policy "rl" {
     checkpoint = stage.rl.out.checkpoint
   }
-  baselines     = ["unscheduled", "random", "search", "dataset_best"]
-  attempts      = local.s.attempts
+  baselines     = concat(["unscheduled", "random", "dataset_best"], var.search_baseline ? ["search"] : [])
+  attempts      = var.bench_attempts >= 0 ? var.bench_attempts : local.s.attempts
   temperature   = 0.8
   greedy        = true
   max_new       = local.s.bench_max_new
   constrained   = true
   gpu_limits    = true
-  tasks         = local.s.bench_tasks
+  tasks         = var.bench_tasks >= 0 ? var.bench_tasks : local.s.bench_tasks
   search_trials = local.s.bench_trials
   target        = "h100-model"
   numeric       = true

@@ -214,6 +214,7 @@ func (a *analyser) mainSection() error {
 			if s.Greedy {
 				n += " and one greedy attempt"
 			}
+			n += ", " + decodingText(s.Decoding)
 			n += "; speedups are over the unscheduled kernel with a default thread binding (construction) or the prompt's own script (refinement)."
 			notes[n] = true
 		}
@@ -359,7 +360,7 @@ func (a *analyser) paperTable() reports.Table {
 		var ours [][2]string
 		for _, b := range a.in.benches {
 			if g := group(b.policy(RLPolicy), task); g != nil {
-				ours = append(ours, [2]string{pct(g.CorrectRate), fmt.Sprintf("ours: bench %s, policy %s (numeric gate)", b.name, RLPolicy)})
+				ours = append(ours, [2]string{pct(g.CorrectRate), fmt.Sprintf("ours: bench %s, policy %s (numeric gate; %s)", b.name, RLPolicy, decodingText(b.summary.Decoding))})
 			}
 		}
 		add("per-attempt correctness, "+task, "correctness."+task, ours)
@@ -697,4 +698,19 @@ func (a *analyser) quotedSection() error {
 		Tables: []reports.Table{a.addTable("quoted", t)},
 	})
 	return nil
+}
+
+// decodingText says in words how a bench's policies sampled (its
+// summary's decoding): a constraint helps correctness, so every
+// correctness figure says which one it had.
+func decodingText(d string) string {
+	switch d {
+	case "grammar+gpu_limits":
+		return "sampled under the script grammar that also keeps the GPU's thread limits"
+	case "grammar":
+		return "sampled under the script grammar"
+	case "free":
+		return "sampled without constraint"
+	}
+	return "decoding not recorded"
 }

@@ -123,15 +123,31 @@ type Comparison struct {
 
 // Summary is summary.json.
 type Summary struct {
-	Version          int             `json:"version"`
-	Source           string          `json:"source"`
-	Measured         bool            `json:"measured"`
-	Attempts         int             `json:"attempts"`
-	Temperature      float64         `json:"temperature"`
-	Greedy           bool            `json:"greedy"`
+	Version     int     `json:"version"`
+	Source      string  `json:"source"`
+	Measured    bool    `json:"measured"`
+	Attempts    int     `json:"attempts"`
+	Temperature float64 `json:"temperature"`
+	Greedy      bool    `json:"greedy"`
+	// Decoding says how the policies sampled: "free" (any token),
+	// "grammar" (the workload's script grammar) or "grammar+gpu_limits"
+	// (the grammar that also keeps the GPU's thread limits).
+	Decoding         string          `json:"decoding"`
 	FasterDefinition string          `json:"faster_definition"`
 	Policies         []PolicySummary `json:"policies"`
 	Comparisons      []Comparison    `json:"comparisons"`
+}
+
+// Decoding is summary.json's decoding for the constrained and gpu_limits
+// parameters.
+func Decoding(constrained, gpuLimits bool) string {
+	switch {
+	case constrained && gpuLimits:
+		return "grammar+gpu_limits"
+	case constrained:
+		return "grammar"
+	}
+	return "free"
 }
 
 // FasterDefinition is summary.json's faster_definition.
@@ -344,7 +360,7 @@ type entry struct {
 // order, then the baselines) and the judge's phases.
 func summarize(sp Spec, source string, entries []entry, phases []verdict.Phase) *Summary {
 	s := &Summary{Version: 1, Source: source, Measured: strings.HasPrefix(source, "measured"), Attempts: sp.Attempts,
-		Temperature: sp.Temperature, Greedy: sp.Greedy, FasterDefinition: FasterDefinition,
+		Temperature: sp.Temperature, Greedy: sp.Greedy, Decoding: Decoding(sp.Constrained, sp.GPULimits), FasterDefinition: FasterDefinition,
 		Policies: []PolicySummary{}, Comparisons: []Comparison{}}
 	medians := make([]map[taskKey]float64, len(entries))
 	for i, e := range entries {

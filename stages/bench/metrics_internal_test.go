@@ -216,3 +216,21 @@ func TestOutputsSortedAndPerTask(t *testing.T) {
 		t.Errorf("per_task.csv:\n%s\nwant:\n%s", csv, want)
 	}
 }
+
+// TestDecoding: summary.json says how the policies sampled, one word per
+// combination of constrained and gpu_limits.
+func TestDecoding(t *testing.T) {
+	for _, c := range []struct {
+		constrained, limits bool
+		want                string
+	}{{false, false, "free"}, {true, false, "grammar"}, {true, true, "grammar+gpu_limits"}} {
+		if got := Decoding(c.constrained, c.limits); got != c.want {
+			t.Errorf("Decoding(%v, %v) = %q, want %q", c.constrained, c.limits, got, c.want)
+		}
+		sp := DefaultParams()
+		sp.Constrained, sp.GPULimits = c.constrained, c.limits
+		if s := summarize(Spec{Params: sp}, "model:h100", nil, nil); s.Decoding != c.want {
+			t.Errorf("summary of constrained=%v gpu_limits=%v says %q", c.constrained, c.limits, s.Decoding)
+		}
+	}
+}

@@ -100,7 +100,10 @@ func TestDragonBenchQuick(t *testing.T) {
 		t.Fatalf("bench report incomplete: %s", stdout)
 	}
 	for i, tr := range r.Train {
-		if tr.TokensPerS <= 0 || tr.GFLOPS <= 0 || tr.MFU <= 0 || tr.MFU > 2 {
+		// No upper bound on MFU: the peak and the training are timed at
+		// different moments, so on a loaded machine (another process during
+		// the sgemm peak) MFU can exceed 1; a bound on it is a timed test.
+		if tr.TokensPerS <= 0 || tr.GFLOPS <= 0 || tr.MFU <= 0 {
 			t.Errorf("train row %d implausible: %+v", i, tr)
 		}
 		// GFLOP/s and MFU are two views of one measurement.

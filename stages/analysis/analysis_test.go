@@ -21,6 +21,7 @@ import (
 	"dragonx/stages/analysis"
 	"dragonx/stages/bench"
 	_ "dragonx/stages/exec" // kind "exec", for an upstream stage
+	"dragonx/stages/stagetest"
 )
 
 // stageSrc is an analysis stage over the sample data in testdata/small;
@@ -40,19 +41,7 @@ func stageSrc(body string) string {
 func load(t *testing.T, src string) (*stages.Config, []string) {
 	t.Helper()
 	path, _ := filepath.Abs(filepath.Join("testdata", "exp.hcl"))
-	cfg, diags := stages.LoadSource(path, []byte(src), stages.LoadOptions{})
-	var lines []string
-	for _, d := range diags {
-		line := 0
-		if d.Subject != nil {
-			line = d.Subject.Start.Line
-		}
-		lines = append(lines, fmt.Sprintf("%s: %s @%d", d.Summary, d.Detail, line))
-	}
-	if diags.HasErrors() {
-		return nil, lines
-	}
-	return cfg, lines
+	return stagetest.Load(t, path, src)
 }
 
 func TestDecode(t *testing.T) {

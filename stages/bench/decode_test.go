@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"dragonx/kernels/cudabench"
 	"dragonx/stages"
 	"dragonx/stages/bench"
+	"dragonx/stages/stagetest"
 )
 
 // stageSrc wraps body lines in a bench stage whose inputs are local files;
@@ -25,20 +25,7 @@ func stageSrc(body string) string {
 
 func load(t *testing.T, src string) (*stages.Config, []string) {
 	t.Helper()
-	cfg, diags := stages.LoadSource(filepath.Join(t.TempDir(), "exp.hcl"), []byte(src), stages.LoadOptions{})
-	var lines []string
-	for _, d := range diags {
-		line := 0
-		if d.Subject != nil {
-			line = d.Subject.Start.Line
-		}
-		b, _ := json.Marshal(line)
-		lines = append(lines, d.Summary+": "+d.Detail+" @"+string(b))
-	}
-	if diags.HasErrors() {
-		return nil, lines
-	}
-	return cfg, lines
+	return stagetest.Load(t, "", src)
 }
 
 func TestDiagnostics(t *testing.T) {

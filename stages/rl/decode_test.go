@@ -2,12 +2,12 @@ package rl_test
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"dragonx/stages"
 	"dragonx/stages/rl"
+	"dragonx/stages/stagetest"
 )
 
 // stageSrc wraps body lines in an rl stage whose inputs are local files;
@@ -19,20 +19,7 @@ func stageSrc(body string) string {
 
 func load(t *testing.T, src string) (*stages.Config, []string) {
 	t.Helper()
-	cfg, diags := stages.LoadSource(filepath.Join(t.TempDir(), "exp.hcl"), []byte(src), stages.LoadOptions{})
-	var lines []string
-	for _, d := range diags {
-		line := 0
-		if d.Subject != nil {
-			line = d.Subject.Start.Line
-		}
-		b, _ := json.Marshal(line)
-		lines = append(lines, d.Summary+": "+d.Detail+" @"+string(b))
-	}
-	if diags.HasErrors() {
-		return nil, lines
-	}
-	return cfg, lines
+	return stagetest.Load(t, "", src)
 }
 
 func TestDiagnostics(t *testing.T) {

@@ -3,12 +3,12 @@ package sft_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"dragonx/stages"
 	"dragonx/stages/sft"
+	"dragonx/stages/stagetest"
 )
 
 // stageSrc wraps body lines in an sft stage whose inputs are local files;
@@ -19,17 +19,10 @@ func stageSrc(body string) string {
 
 func load(t *testing.T, src string) (*stages.Config, string) {
 	t.Helper()
-	cfg, diags := stages.LoadSource(filepath.Join(t.TempDir(), "exp.hcl"), []byte(src), stages.LoadOptions{})
+	cfg, lines := stagetest.Load(t, "", src)
 	var b strings.Builder
-	for _, d := range diags {
-		line := 0
-		if d.Subject != nil {
-			line = d.Subject.Start.Line
-		}
-		b.WriteString(d.Summary + ": " + d.Detail + " @" + itoa(line) + "\n")
-	}
-	if diags.HasErrors() {
-		return nil, b.String()
+	for _, l := range lines {
+		b.WriteString(l + "\n")
 	}
 	return cfg, b.String()
 }

@@ -5,9 +5,7 @@ package bench
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,33 +14,15 @@ import (
 
 	"dragonx/cache"
 	"dragonx/internal/progress"
-	"dragonx/internal/torchbin"
 	"dragonx/stages"
 	_ "dragonx/stages/encode"
 	_ "dragonx/stages/sft"
+	"dragonx/stages/stagetest"
 )
 
 // TestMain builds dragonx-torch into a temporary directory and points
 // $DRAGONX_TORCH at it: the stage runs its job in that real binary.
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "bench-test-bin-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		bin := filepath.Join(dir, torchbin.Name)
-		cmd := exec.Command("go", "build", "-tags=torch", "-o", bin, "dragonx/cmd/dragonx")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building dragonx-torch:", err)
-			return 1
-		}
-		os.Setenv(torchbin.EnvVar, bin)
-		return m.Run()
-	}())
-}
+func TestMain(m *testing.M) { os.Exit(stagetest.RunWithTorch(m)) }
 
 func loadTestdata(t *testing.T, edit func(string) string) *stages.Config {
 	t.Helper()

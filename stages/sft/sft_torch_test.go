@@ -7,9 +7,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,32 +16,14 @@ import (
 
 	"dragonx/cache"
 	"dragonx/internal/progress"
-	"dragonx/internal/torchbin"
 	"dragonx/stages"
 	"dragonx/stages/sft"
+	"dragonx/stages/stagetest"
 )
 
 // TestMain builds dragonx-torch into a temporary directory and points
 // $DRAGONX_TORCH at it: the stage runs its job in that real binary.
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "sft-test-bin-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		bin := filepath.Join(dir, torchbin.Name)
-		cmd := exec.Command("go", "build", "-tags=torch", "-o", bin, "dragonx/cmd/dragonx")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building dragonx-torch:", err)
-			return 1
-		}
-		os.Setenv(torchbin.EnvVar, bin)
-		return m.Run()
-	}())
-}
+func TestMain(m *testing.M) { os.Exit(stagetest.RunWithTorch(m)) }
 
 func loadExample(t *testing.T) *stages.Config {
 	t.Helper()

@@ -51,6 +51,7 @@ import (
 	"dragonx/kernels/gpumodel"
 	"dragonx/stages"
 	"dragonx/stages/job"
+	"dragonx/stages/sft"
 )
 
 // Version is the kind's version; bump it when the same parameters would give
@@ -313,7 +314,7 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	decodeAttr("constrained", &sp.Constrained, nil)
 	decodeAttr("gpu_limits", &sp.GPULimits, func() string {
 		if sp.GPULimits && !sp.Constrained {
-			return "gpu_limits = true needs constrained = true: the GPU's thread limits are kept by the script grammar the samples are drawn under."
+			return sft.GPULimitsWithoutGrammar
 		}
 		return ""
 	})

@@ -277,7 +277,7 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	decodeAttr("constrained", &sp.Constrained, nil)
 	decodeAttr("gpu_limits", &sp.GPULimits, func() string {
 		if sp.GPULimits && !sp.Constrained {
-			return "gpu_limits = true needs constrained = true: the GPU's thread limits are kept by the script grammar the samples are drawn under."
+			return sft.GPULimitsWithoutGrammar
 		}
 		return ""
 	})

@@ -38,6 +38,9 @@ func NewLazyGrammar(ctx context.Context, spec *workload.Spec, name string, voc *
 
 // GrammarOptions returns the grammar options of a stage's attributes:
 // grammar.WithThreadLimits with gpu_limits = true.
+//
+// It is gpu_limits' only use, so the stage kinds refuse gpu_limits
+// without constrained, saying GPULimitsWithoutGrammar.
 func GrammarOptions(gpuLimits bool) []grammar.Option {
 	if gpuLimits {
 		return []grammar.Option{grammar.WithThreadLimits()}
@@ -96,3 +99,7 @@ func GrammarConstraint(lg *LazyGrammar) dragon.RowConstraint {
 		return nil
 	}
 }
+
+// GPULimitsWithoutGrammar is the diagnostic of a stage (rl, bench) that
+// sets gpu_limits = true without constrained = true.
+const GPULimitsWithoutGrammar = "gpu_limits = true needs constrained = true: the GPU's thread limits are kept by the script grammar the samples are drawn under."

@@ -57,6 +57,12 @@
 // (truncated, corrupt) is rebuilt, not trusted. Nothing is ever evicted:
 // remove the directory to reclaim the space.
 //
+// A Gate also remembers the verdict of each kernel source it has checked
+// against each workload (Result.Repeated): a second check of the same
+// program runs nothing, and checks of one program that start together run
+// it once. Checks that end without a verdict (cancelled, the compiler or
+// the program killed) are not remembered.
+//
 // Cancelling the context kills the compiler and the programs.
 package numeric
 
@@ -145,6 +151,10 @@ type Result struct {
 	// KernelCached and ReferenceCached say whether the kernel binary and
 	// the reference's outputs came from the cache.
 	KernelCached, ReferenceCached bool
+	// Repeated is true when this gate had already checked the same kernel
+	// source against the same workload (or was checking it at the same
+	// time): the result is that check's and nothing ran again.
+	Repeated bool
 	// Float32Program is true when the outputs were beyond the tolerance of
 	// the float64 reference but within it of the workload's float32
 	// program (MaxAbsErr and MaxRelErr stay those against float64).
@@ -158,6 +168,30 @@ type Gate struct {
 	once  sync.Once
 	cc    *compiler
 	ccErr error
+
+	// checks remembers the verdict of every kernel source checked (a
+	// pass or a failure of the program), refs runs each reference once
+	// at a time (its outputs stay in the cache directory, not in memory).
+	checks memo[checked]
+	refs   memo[[]byte]
+}
+
+// checked is a remembered check: its result or its failure.
+type checked struct {
+	res *Result
+	err error
+}
+
+// verdict reports whether a check's outcome is a verdict on the program,
+// the same every time it runs (a pass or an *Error of a kind the program
+// determines), rather than a failure of the gate or of this attempt
+// (cancelled, no compiler, the compiler or the program killed).
+func verdict(err error) bool {
+	if err == nil {
+		return true
+	}
+	var ge *Error
+	return errors.As(err, &ge) && ge.Kind != KindCompile && ge.Kind != KindRun
 }
 
 // New returns a gate with options opts.
@@ -219,6 +253,23 @@ func (g *Gate) Check(ctx context.Context, f *ir.PrimFunc, p *lower.Program) (*Re
 	if err != nil {
 		return nil, err
 	}
+	c, shared, err := g.checks.do(ctx, key("check", ksrc, rsrc), func() (checked, error) {
+		res, err := g.check(ctx, cc, f, outputs, ksrc, rsrc)
+		return checked{res, err}, nil
+	}, func(c checked, _ error) bool { return verdict(c.err) })
+	if err != nil {
+		return nil, err
+	}
+	if c.err != nil || !shared {
+		return c.res, c.err
+	}
+	again := *c.res
+	again.Repeated = true
+	return &again, nil
+}
+
+// check runs a check that Check has not seen before.
+func (g *Gate) check(ctx context.Context, cc *compiler, f *ir.PrimFunc, outputs []bool, ksrc, rsrc string) (*Result, error) {
 	var outSizes []int64
 	var outNames []string
 	for i, b := range f.Params {
@@ -394,21 +445,28 @@ func countBeyond(res *Result, got []byte, total int64, want func(int64) float64,
 // compiler, flags and seed.
 func (g *Gate) reference(ctx context.Context, cc *compiler, src string, in []byte) ([]byte, bool, error) {
 	name := key("ref", src, cc.id, strings.Join(cc.flags, "\x00"), fmt.Sprint(g.opts.Seed)) + ".out"
-	if out := g.cache.Get(name); out != nil {
-		return out, true, nil
-	}
-	bin, _, err := cc.binary(ctx, g.cache, src)
-	if err != nil {
-		return nil, false, err
-	}
-	out, err := run(ctx, "reference", bin, in)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := g.cache.Put(name, out, 0o644); err != nil {
-		return nil, false, fmt.Errorf("numeric: %w", err)
-	}
-	return out, false, nil
+	// Checks of one workload that start together run its reference once:
+	// the others wait, then read it from the cache.
+	var cached bool
+	out, _, err := g.refs.do(ctx, name, func() ([]byte, error) {
+		if out := g.cache.Get(name); out != nil {
+			cached = true
+			return out, nil
+		}
+		bin, _, err := cc.binary(ctx, g.cache, src)
+		if err != nil {
+			return nil, err
+		}
+		out, err := run(ctx, "reference", bin, in)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.cache.Put(name, out, 0o644); err != nil {
+			return nil, fmt.Errorf("numeric: %w", err)
+		}
+		return out, nil
+	}, func([]byte, error) bool { return false })
+	return out, cached, err
 }
 
 // InputBytes returns the inputs the gate gives f for seed: the parameters

@@ -106,11 +106,18 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 			return err
 		}
 	}
-	gateDir, err := os.MkdirTemp("", "dragonx-bench-gate-")
-	if err != nil {
-		return err
+	// The numerical gate's programs and references: in the state
+	// directory, so that a resumed run does not compile and run them again
+	// (the engine removes it when the stage succeeds).
+	var gateDir string
+	if j.StateDir != "" {
+		gateDir = filepath.Join(j.StateDir, "gate")
+	} else {
+		if gateDir, err = os.MkdirTemp("", "dragonx-bench-gate-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(gateDir)
 	}
-	defer os.RemoveAll(gateDir)
 	js, err := newJudges(sp, voc, gateDir)
 	if err != nil {
 		return err

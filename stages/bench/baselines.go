@@ -188,7 +188,8 @@ func (bs *baselines) judgeTrace(ctx context.Context, w *workloadJudge, tr *trace
 
 // search runs the evolutionary search on t's workload (search_trials
 // trials, seeded from the seed and the workload) measuring with the
-// target, and judges its best schedule (nil when it found none).
+// target, its candidates checked as search_check says, and judges its best
+// schedule (nil when it found none).
 func (bs *baselines) search(ctx context.Context, w *workloadJudge, t *Task) (*judge.Result, error) {
 	r := bs.r
 	var src latency.Source = r.js.opts.Latency
@@ -197,7 +198,7 @@ func (bs *baselines) search(ctx context.Context, w *workloadJudge, t *Task) (*ju
 	}
 	res, err := search.Run(ctx, w.f, search.Options{
 		Trials: r.sp.SearchTrials, Seed: RowSeed(r.sp.Seed, BaselinePrefix+BaselineSearch, "workload "+t.Hash, 0, 0),
-		Measure: src, Numeric: r.sp.Numeric, VerdictOptions: verdict.Options{Gate: r.js.opts.Gate},
+		Measure: src, Numeric: r.sp.Numeric && r.sp.SearchCheck == SearchNumeric, VerdictOptions: verdict.Options{Gate: r.js.opts.Gate},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the search: %w", err)

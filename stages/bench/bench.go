@@ -141,11 +141,15 @@ type Params struct {
 	GPULimits bool `json:"gpu_limits"`
 	// Tasks is the number of tasks per kind (the first of each file); 0
 	// means all.
-	Tasks        int    `json:"tasks"`
-	SearchTrials int    `json:"search_trials"`
-	Target       string `json:"target"`
-	Numeric      bool   `json:"numeric"`
-	Seed         int64  `json:"seed"`
+	Tasks        int `json:"tasks"`
+	SearchTrials int `json:"search_trials"`
+	// SearchCheck is how the search baseline checks its candidates:
+	// SearchStatic or SearchNumeric; "" when search is not a baseline
+	// (then it is in neither the key nor the state).
+	SearchCheck string `json:"search_check,omitempty"`
+	Target      string `json:"target"`
+	Numeric     bool   `json:"numeric"`
+	Seed        int64  `json:"seed"`
 }
 
 // Spec is everything the job needs: the parameters, the policies, the
@@ -169,9 +173,23 @@ const (
 	defaultTemperature  = 0.8
 	defaultMaxNew       = 768
 	defaultSearchTrials = 32
+	defaultSearchCheck  = SearchStatic
 	defaultTarget       = "h100-model"
 	defaultSeed         = 1
 	defaultBatch        = 8
+)
+
+// How the search baseline checks its candidates (search_check).
+const (
+	// SearchStatic: as harvest's search, each measured candidate passes
+	// the static verdict (postprocessors, VerifyGPUCode) before its
+	// latency; the search's best is then judged like every attempt, the
+	// numerical gate included (with numeric).
+	SearchStatic = "static"
+	// SearchNumeric: each measured candidate also passes the numerical
+	// gate (with numeric), so the best is one that passed it. On the CPU
+	// this costs a full-size run of every candidate.
+	SearchNumeric = "numeric"
 )
 
 // interruptGrace is how long an interrupted job gets to finish the batch it
@@ -192,7 +210,7 @@ var schema = &hcl.BodySchema{
 		{Name: "construction_tasks", Required: true}, {Name: "refinement_prompts", Required: true},
 		{Name: "db"},
 		{Name: "baselines"}, {Name: "attempts"}, {Name: "temperature"}, {Name: "top_k"}, {Name: "greedy"},
-		{Name: "max_new"}, {Name: "constrained"}, {Name: "gpu_limits"}, {Name: "tasks"}, {Name: "search_trials"}, {Name: "target"},
+		{Name: "max_new"}, {Name: "constrained"}, {Name: "gpu_limits"}, {Name: "tasks"}, {Name: "search_trials"}, {Name: "search_check"}, {Name: "target"},
 		{Name: "numeric"}, {Name: "seed"}, {Name: "threads"}, {Name: "batch"}, {Name: "shards"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "policy", LabelNames: []string{"name"}}},
@@ -213,10 +231,11 @@ func Targets() []string { return append(gpumodel.Targets(), TargetCUDA) }
 
 // DefaultParams returns the parameters' defaults: every baseline, 4
 // attempts at temperature 0.8 and a greedy one, unconstrained, all tasks,
-// 32 search trials, on the h100 model with the numerical gate.
+// 32 search trials checked statically, on the h100 model with the
+// numerical gate.
 func DefaultParams() Params {
 	return Params{Baselines: slices.Clone(AllBaselines), Attempts: defaultAttempts, Temperature: defaultTemperature,
-		Greedy: true, MaxNew: defaultMaxNew, SearchTrials: defaultSearchTrials, Target: defaultTarget, Numeric: true, Seed: defaultSeed}
+		Greedy: true, MaxNew: defaultMaxNew, SearchTrials: defaultSearchTrials, SearchCheck: defaultSearchCheck, Target: defaultTarget, Numeric: true, Seed: defaultSeed}
 }
 
 // Decode decodes a bench stage body.
@@ -330,6 +349,17 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		}
 		return ""
 	})
+	searchCheck := defaultSearchCheck
+	decodeAttr("search_check", &searchCheck, func() string {
+		if searchCheck != SearchStatic && searchCheck != SearchNumeric {
+			return fmt.Sprintf("search_check is %q; want %q (each candidate passes the static verdict, as harvest's search; the best is then judged with the numerical gate) or %q (each candidate also passes the numerical gate: a full-size CPU run per candidate).", searchCheck, SearchStatic, SearchNumeric)
+		}
+		return ""
+	})
+	sp.SearchCheck = ""
+	if slices.Contains(sp.Baselines, BaselineSearch) {
+		sp.SearchCheck = searchCheck
+	}
 	decodeAttr("target", &sp.Target, func() string {
 		if !slices.Contains(Targets(), sp.Target) {
 			return fmt.Sprintf("unknown target %q; want one of %s (cuda measures on a GPU; the others are models: their latencies are estimates).", sp.Target, strings.Join(Targets(), ", "))
@@ -426,8 +456,11 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	}{
 		{"policies", names}, {"baselines", sp.Baselines}, {"attempts", sp.Attempts}, {"temperature", sp.Temperature},
 		{"top_k", sp.TopK}, {"greedy", sp.Greedy}, {"max_new", sp.MaxNew}, {"constrained", sp.Constrained},
-		{"gpu_limits", sp.GPULimits}, {"tasks", sp.Tasks}, {"search_trials", sp.SearchTrials}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
+		{"gpu_limits", sp.GPULimits}, {"tasks", sp.Tasks}, {"search_trials", sp.SearchTrials}, {"search_check", sp.SearchCheck}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
 	} {
+		if p.name == "search_check" && sp.SearchCheck == "" {
+			continue // no search baseline: the keys of benches without one stay as they were
+		}
 		prm, err := stages.GoParam(p.name, p.v)
 		if err != nil {
 			return nil, append(diags, diag("Invalid "+p.name, err.Error()+".", dc.DeclRange))
@@ -438,8 +471,8 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 }
 
 // Params returns policies (their names), baselines, attempts, temperature,
-// top_k, greedy, max_new, constrained, gpu_limits, tasks, search_trials, target,
-// numeric and seed.
+// top_k, greedy, max_new, constrained, gpu_limits, tasks, search_trials,
+// search_check (only with the search baseline), target, numeric and seed.
 func (s *Stage) Params() []stages.Param { return s.params }
 
 // Inputs returns the input files given and the policies' checkpoints
@@ -562,6 +595,9 @@ func (sp Spec) Validate() error {
 	}
 	if !slices.Contains(Targets(), sp.Target) {
 		errs = append(errs, fmt.Errorf("unknown target %q", sp.Target))
+	}
+	if known := sp.SearchCheck == SearchStatic || sp.SearchCheck == SearchNumeric; !known && (sp.SearchCheck != "" || slices.Contains(sp.Baselines, BaselineSearch)) {
+		errs = append(errs, fmt.Errorf("search_check %q with baselines %v", sp.SearchCheck, sp.Baselines))
 	}
 	if sp.Threads < 1 || sp.Batch < 1 {
 		errs = append(errs, fmt.Errorf("threads %d or batch %d is not positive", sp.Threads, sp.Batch))

@@ -43,6 +43,7 @@ func TestDiagnostics(t *testing.T) {
 		{"max_new zero", stageSrc("  max_new = 0"), "max_new is 0", 2},
 		{"tasks negative", stageSrc("  tasks = -1"), "tasks is -1", 2},
 		{"search_trials zero", stageSrc("  search_trials = 0"), "search_trials is 0", 2},
+		{"search_check unknown", stageSrc("  search_check = \"gate\""), "search_check is \"gate\"", 2},
 		{"unknown target", stageSrc("  target = \"a100-model\""), `unknown target "a100-model"`, 2},
 		{"threads zero", stageSrc("  threads = 0"), "threads is 0", 2},
 		{"batch zero", stageSrc("  batch = 0"), "batch is 0", 2},
@@ -132,10 +133,25 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 	}
 	for _, body := range []string{"  attempts = 2", "  temperature = 1", "  top_k = 5", "  greedy = false", "  max_new = 9", "  constrained = true",
 		"  constrained = true\n  gpu_limits = true",
-		"  tasks = 3", "  search_trials = 5", "  target = \"h200-model\"", "  numeric = false", "  seed = 2", "  baselines = [\"search\"]"} {
+		"  tasks = 3", "  search_trials = 5", "  search_check = \"numeric\"", "  target = \"h200-model\"", "  numeric = false", "  seed = 2", "  baselines = [\"search\"]"} {
 		if got := params(stageOf(t, body)); got == base {
 			t.Errorf("%q does not change the params", body)
 		}
+	}
+
+	// search_check is in the key and the spec only with the search
+	// baseline: the keys of benches without one are those from before it
+	// existed.
+	if sp.SearchCheck != bench.SearchStatic || !strings.Contains(base, "search_check=\"static\"\n") {
+		t.Errorf("default search_check: %q, params:\n%s", sp.SearchCheck, base)
+	}
+	noSearch := "  baselines = [\"unscheduled\", \"random\"]"
+	without := params(stageOf(t, noSearch))
+	if strings.Contains(without, "search_check") || stageOf(t, noSearch).Spec().SearchCheck != "" {
+		t.Errorf("search_check without the search baseline:\n%s", without)
+	}
+	if got := params(stageOf(t, noSearch+"\n  search_check = \"numeric\"")); got != without {
+		t.Errorf("search_check changes the key of a bench without search:\n%s\n%s", got, without)
 	}
 }
 

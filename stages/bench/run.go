@@ -297,9 +297,14 @@ func (r *run) todo(name string) []*Task {
 }
 
 // baselineUS returns the task's baseline latency in µs (nil without one),
-// judged once.
+// judged once, or taken from the resume state.
 func (r *run) baselineUS(ctx context.Context, t *Task) (*float64, error) {
-	return onceOf(&r.basesMu, &r.bases, t.Name()).get(func() (*float64, error) { return r.judgeBaseline(ctx, t) })
+	return onceOf(&r.basesMu, &r.bases, t.Name()).get(func() (*float64, error) {
+		if b, ok := r.st.baseline(t); ok {
+			return b, nil // judged by the run that finished a group of t
+		}
+		return r.judgeBaseline(ctx, t)
+	})
 }
 
 // judgeBaseline judges the task's baseline: the unscheduled kernel for a

@@ -400,6 +400,41 @@ func TestRunFake(t *testing.T) {
 			t.Errorf("%s differs after a resume", name)
 		}
 	}
+	// The baseline latency a finished group recorded is not judged again:
+	// a value planted in the state reaches the task's other groups.
+	var g stateGroup
+	if err := json.Unmarshal(lines[1], &g); err != nil {
+		t.Fatal(err)
+	}
+	planted := 12345.0
+	for _, a := range g.Attempts {
+		a.BaselineUS = &planted
+	}
+	line, err := json.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, stateFile), slices.Concat(lines[0], line, []byte("\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	replanted, _ := runFake(t, sp, state)
+	n := 0
+	for _, a := range readAttempts(t, replanted[AttemptsFile]) {
+		if a.Task == g.Task && a.Index == g.Index && a.Policy != g.Policy {
+			if a.BaselineUS == nil || *a.BaselineUS != planted {
+				got := "none"
+				if a.BaselineUS != nil {
+					got = fmt.Sprint(*a.BaselineUS)
+				}
+				t.Errorf("%s at %s %d: baseline %s, want the state's %v", a.Policy, a.Task, a.Index, got, planted)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Error("no other group of the planted task")
+	}
+
 	// A state of other parameters is not used.
 	other = sp
 	other.Seed = 2

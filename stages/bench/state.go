@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -141,6 +142,25 @@ func (s *state) get(policy string, t *Task) ([]*Attempt, bool) {
 	defer s.mu.Unlock()
 	g, ok := s.groups[groupKey(policy, t.Kind, t.Index)]
 	return g, ok
+}
+
+// baseline returns the baseline latency that the finished groups of task t
+// recorded (every attempt of a task carries it), so that a resumed run
+// does not judge it again; false when no group of t is finished.
+func (s *state) baseline(t *Task) (*float64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	suffix := groupKey("", t.Kind, t.Index) // "\x00kind\x00index"
+	for k, g := range s.groups {
+		if i := strings.IndexByte(k, 0); i >= 0 && k[i:] == suffix && len(g) > 0 {
+			if b := g[0].BaselineUS; b != nil {
+				v := *b
+				return &v, true
+			}
+			return nil, true
+		}
+	}
+	return nil, false
 }
 
 // count is the number of finished groups.

@@ -1,6 +1,9 @@
 package analysis
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestComparisonEitherWay: the bench stores each pair once, the later
 // policy first; the RL-faster count reads the same whichever way it is.
@@ -18,5 +21,28 @@ func TestComparisonEitherWay(t *testing.T) {
 	}
 	if c := b.comparison(RLPolicy, "baseline:random", "refinement"); c != nil {
 		t.Errorf("a pair the bench does not have: %+v", c)
+	}
+}
+
+// TestCorrectnessLabel: a bench that ran the numerical gate says so; one
+// that judged statically (numeric = false: no numeric phase in its
+// counts) must not claim the gate.
+func TestCorrectnessLabel(t *testing.T) {
+	phases := func(names ...string) benchGroup {
+		g := benchGroup{Phases: map[string]int{}}
+		for _, n := range names {
+			g.Phases[n] = 0
+		}
+		return g
+	}
+	gated := &benchData{summary: &benchSummary{Policies: []benchPolicy{
+		{Name: "rl", Construction: phases("parse", "verify", "numeric", "latency"), Refinement: phases("parse", "verify", "numeric", "latency")}}}}
+	static := &benchData{summary: &benchSummary{Policies: []benchPolicy{
+		{Name: "rl", Construction: phases("parse", "verify", "latency"), Refinement: phases("parse", "verify", "latency")}}}}
+	if !gated.gated() || !strings.Contains(gated.correctness(), "numerical gate passed") {
+		t.Errorf("gated bench: %v, %q", gated.gated(), gated.correctness())
+	}
+	if static.gated() || !strings.Contains(static.correctness(), "no numerical gate") {
+		t.Errorf("static bench: %v, %q", static.gated(), static.correctness())
 	}
 }

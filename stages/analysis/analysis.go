@@ -39,7 +39,7 @@ import (
 // parameters would give different outputs: a table's rows or columns, a
 // figure's code (here or in package plots), the results' text or layout
 // (package reports).
-const Version = "2"
+const Version = "3"
 
 // Kind is the analysis stage kind.
 type Kind struct{}

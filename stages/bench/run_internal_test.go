@@ -401,14 +401,14 @@ func TestRunFake(t *testing.T) {
 		}
 	}
 	// The baseline latency a finished group recorded is not judged again:
-	// a value planted in the state reaches the task's other groups.
+	// a value written into the state reaches the task's other groups.
 	var g stateGroup
 	if err := json.Unmarshal(lines[1], &g); err != nil {
 		t.Fatal(err)
 	}
-	planted := 12345.0
+	recorded := 12345.0
 	for _, a := range g.Attempts {
-		a.BaselineUS = &planted
+		a.BaselineUS = &recorded
 	}
 	line, err := json.Marshal(g)
 	if err != nil {
@@ -417,22 +417,22 @@ func TestRunFake(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(state, stateFile), slices.Concat(lines[0], line, []byte("\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	replanted, _ := runFake(t, sp, state)
+	rerun, _ := runFake(t, sp, state)
 	n := 0
-	for _, a := range readAttempts(t, replanted[AttemptsFile]) {
+	for _, a := range readAttempts(t, rerun[AttemptsFile]) {
 		if a.Task == g.Task && a.Index == g.Index && a.Policy != g.Policy {
-			if a.BaselineUS == nil || *a.BaselineUS != planted {
+			if a.BaselineUS == nil || *a.BaselineUS != recorded {
 				got := "none"
 				if a.BaselineUS != nil {
 					got = fmt.Sprint(*a.BaselineUS)
 				}
-				t.Errorf("%s at %s %d: baseline %s, want the state's %v", a.Policy, a.Task, a.Index, got, planted)
+				t.Errorf("%s at %s %d: baseline %s, want the state's %v", a.Policy, a.Task, a.Index, got, recorded)
 			}
 			n++
 		}
 	}
 	if n == 0 {
-		t.Error("no other group of the planted task")
+		t.Error("no other group of the task whose baseline was written into the state")
 	}
 
 	// A state of other parameters is not used.

@@ -23,7 +23,7 @@
 // An example row (paths relative to the CSV):
 //
 //	workload,trace,device,latency_s,source
-//	workloads/dense_1024x1024x1024_f16.json,traces/scalar/L0101.json,NVIDIA A10,1.062683e-02,measured
+//	workloads/dense_1024x1024x1024_f16.json,traces/qch_a10-dense_1024x1024x1024_f16-L0100.json,NVIDIA A10,7.973163e-02,measured
 //
 // # Refused rows
 //

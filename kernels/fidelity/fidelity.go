@@ -21,6 +21,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"dragonx/kernels/gpumodel"
 	"dragonx/kernels/latency"
 	"dragonx/kernels/timings"
 )
@@ -239,7 +240,7 @@ func rankCorrelations(x, y []float64) (spearman, kendall float64) {
 	if len(x) < 2 {
 		return math.NaN(), math.NaN()
 	}
-	return stat.Correlation(ranks(x), ranks(y), nil), stat.Kendall(x, y, nil)
+	return stat.Correlation(gpumodel.Ranks(x), gpumodel.Ranks(y), nil), stat.Kendall(x, y, nil)
 }
 
 // scaled fits exp(median log(measured/estimate)) and returns it with the
@@ -366,29 +367,6 @@ func median(x []float64) float64 {
 		return v[n/2]
 	}
 	return (v[n/2-1] + v[n/2]) / 2
-}
-
-// ranks returns the ranks of x (1-based, ties averaged): Spearman's
-// correlation is Pearson's on them.
-func ranks(x []float64) []float64 {
-	order := make([]int, len(x))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return x[order[a]] < x[order[b]] })
-	r := make([]float64, len(x))
-	for i := 0; i < len(order); {
-		j := i
-		for j+1 < len(order) && x[order[j+1]] == x[order[i]] {
-			j++
-		}
-		avg := float64(i+j)/2 + 1
-		for k := i; k <= j; k++ {
-			r[order[k]] = avg
-		}
-		i = j + 1
-	}
-	return r
 }
 
 // join lists names, "" ones left out.

@@ -90,7 +90,11 @@ func runKernelFidelity(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	w := e.stdout
-	fmt.Fprintf(w, "%s: %d rows, %d workloads; estimates by %s (-target %s", measured, len(rows), len(rep.Workloads), rep.Source, target)
+	by := rep.Source
+	if by == "" {
+		by = "none (every row refused)"
+	}
+	fmt.Fprintf(w, "%s: %d rows, %d workloads; estimates by %s (-target %s", measured, len(rows), len(rep.Workloads), by, target)
 	if calibration != "" {
 		fmt.Fprintf(w, ", -calibration %s", calibration)
 	}

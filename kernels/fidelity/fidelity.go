@@ -78,8 +78,8 @@ type Figures struct {
 
 // Report is the outcome of Evaluate.
 type Report struct {
-	// Source is the latency source's label ("model:h100"), Target its
-	// -target name.
+	// Source is the latency source's label ("model:h100"; "" when it
+	// estimated no row), Target its -target name.
 	Source string `json:"source"`
 	Target string `json:"target"`
 	// Workloads are the figures per workload, in the order of their
@@ -124,7 +124,7 @@ func Evaluate(ctx context.Context, rows []timings.Row, src latency.Source) (*Rep
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p := point{measured: r.Seconds, model: math.NaN(), why: r.Refused}
+		p := point{measured: r.Seconds, model: math.NaN()}
 		if r.Refused == "" {
 			est, err := src.Latency(ctx, r.Program)
 			switch {

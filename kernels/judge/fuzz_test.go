@@ -6,8 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"dragonx/kernels/judge"
+	"dragonx/kernels/numeric"
+	"dragonx/kernels/verdict"
 )
 
 // idsOf reads pairs of bytes as ids in [-1, VocabSize]: every id of the
@@ -56,6 +59,42 @@ func FuzzJudge(f *testing.F) {
 		}
 		if strings.Contains(r.Error, "internal error") {
 			t.Fatalf("a panic in the checks: %s", r.JSON())
+		}
+	})
+}
+
+// fuzzDeadline is FuzzJudgeNumeric's deadline per judgement, and
+// fuzzSlack what it allows beyond it (killing the programs, waiting
+// for them).
+const (
+	fuzzDeadline = 3 * time.Second
+	fuzzSlack    = 3 * time.Second
+)
+
+// FuzzJudgeNumeric judges random token sequences with the numerical gate
+// on and a deadline: whatever the ids, the judge returns a verdict, never
+// an error, within the deadline (and a little slack to kill what ran).
+// Its seeds are a real script and the attacks of the suite (a 2^60-step
+// loop, 2^32 blocks, local memory bombs).
+func FuzzJudgeNumeric(f *testing.F) {
+	gmm := parseSpec(f, gmmSpec)
+	j := newJudge(f, gmm, judge.Options{Until: verdict.PhaseNumeric, Numeric: numeric.Options{CacheDir: f.TempDir()}, Timeout: fuzzDeadline})
+	size := defaultVocab(f).VocabSize()
+	for _, s := range []string{drawn(f, gmm, true), splitScript, gridScript, localScript, ""} {
+		f.Add(bytesOf(tokens(f, s)))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ids := idsOf(data, size)
+		start := time.Now()
+		r, err := j.Judge(context.Background(), ids)
+		if d := time.Since(start); d > fuzzDeadline+fuzzSlack {
+			t.Fatalf("the judgement took %s, past its deadline of %s", d, fuzzDeadline)
+		}
+		if err != nil {
+			t.Fatalf("judge error: %v", err)
+		}
+		if r.Verdict == nil || r.OK != (r.Error == "") || strings.Contains(r.Error, "internal error") {
+			t.Fatalf("result %s", r.JSON())
 		}
 	})
 }

@@ -587,19 +587,25 @@ func (g *Gate) admitWorkload(f *ir.PrimFunc) error {
 // gate's bounds.
 func (g *Gate) admit(what string, c cgen.Cost) error {
 	if c.Steps > g.opts.MaxSteps {
-		return &Error{Kind: KindResources, Msg: fmt.Sprintf("the %s program would execute up to %s steps (trip counts x threads x grid size), more than the gate's %s (numeric.Options.MaxSteps)", what, steps(c.Steps), steps(g.opts.MaxSteps))}
+		return &Error{Kind: KindResources, Msg: fmt.Sprintf("the %s program would execute %s steps (trip counts x threads x grid size), more than the gate's %.3g (numeric.Options.MaxSteps)", what, steps(c.Steps), float64(g.opts.MaxSteps))}
 	}
 	if c.Bytes > g.opts.MaxMemory {
-		return &Error{Kind: KindResources, Msg: fmt.Sprintf("the %s program would allocate up to %s, more than the gate's %s (numeric.Options.MaxMemory)", what, byteSize(c.Bytes), byteSize(g.opts.MaxMemory))}
+		bound := "up to " + byteSize(c.Bytes)
+		if c.Bytes == math.MaxInt64 {
+			bound = byteSize(c.Bytes)
+		}
+		return &Error{Kind: KindResources, Msg: fmt.Sprintf("the %s program would allocate %s, more than the gate's %s (numeric.Options.MaxMemory)", what, bound, byteSize(g.opts.MaxMemory))}
 	}
 	return nil
 }
 
+// steps formats a bound on steps ("up to 1.2e+10"), byteSize a bound on
+// bytes; both say so when the bound saturated (cgen.Cost).
 func steps(n int64) string {
 	if n == math.MaxInt64 {
 		return "more than 9.2e18 (the count overflows)"
 	}
-	return fmt.Sprintf("%.3g", float64(n))
+	return fmt.Sprintf("up to %.3g", float64(n))
 }
 
 func byteSize(n int64) string {

@@ -52,8 +52,8 @@ type GPULimits struct {
 // CUDALimits returns the limits TVM v0.20 checks for every built-in CUDA
 // target tag (nvidia/nvidia-h100 included): 48 KB of shared memory per
 // block, 1024 threads, 8 vthreads, 16-byte vectors, warps of 32; and the
-// launch limits CUDA sets on every device since compute capability 3.0,
-// which TVM does not check: a grid of at most 2^31-1 x 65535 x 65535
+// launch limits of every compute capability the CUDA C++ Programming
+// Guide lists, which TVM does not check: a grid of at most 2^31-1 x 65535 x 65535
 // blocks, a block of at most 1024 x 1024 x 64 threads, 512 KiB of local
 // memory per thread.
 func CUDALimits() GPULimits {

@@ -41,14 +41,10 @@ func KernelCost(p *lower.Program) (Cost, error) {
 	}
 	var c Cost
 	for _, b := range p.Params {
-		n := b.NumElements()
-		c.Steps = satAdd(c.Steps, n)
-		c.Bytes = satAdd(c.Bytes, satMul(n, 4))
+		c.buffer(b, 4)
 	}
 	for _, a := range p.Globals {
-		n := a.Flat.NumElements()
-		c.Steps = satAdd(c.Steps, n)
-		c.Bytes = satAdd(c.Bytes, satMul(n, 4))
+		c.buffer(a.Flat, 4)
 	}
 	var kernelBytes int64
 	for _, k := range p.Kernels {
@@ -58,6 +54,14 @@ func KernelCost(p *lower.Program) (Cost, error) {
 	}
 	c.Bytes = satAdd(c.Bytes, kernelBytes)
 	return c, nil
+}
+
+// buffer adds a buffer of elements of size bytes that the program
+// allocates and fills (reads, or poisons) once.
+func (c *Cost) buffer(b *ir.Buffer, size int64) {
+	n := b.NumElements()
+	c.Steps = satAdd(c.Steps, n)
+	c.Bytes = satAdd(c.Bytes, satMul(n, size))
 }
 
 // kernelCost returns the steps of one kernel launch and the bytes its
@@ -149,16 +153,12 @@ func ReferenceCost(f *ir.PrimFunc) (Cost, error) {
 	}
 	var c Cost
 	for _, b := range f.Params {
-		n := b.NumElements()
-		c.Steps = satAdd(c.Steps, n)
-		c.Bytes = satAdd(c.Bytes, satMul(n, 8))
+		c.buffer(b, 8)
 	}
 	ir.WalkStmt(f.Body, func(s ir.Stmt) bool {
 		if blk, ok := s.(*ir.Block); ok {
 			for _, b := range blk.AllocBuffers {
-				n := b.NumElements()
-				c.Steps = satAdd(c.Steps, n)
-				c.Bytes = satAdd(c.Bytes, satMul(n, 8))
+				c.buffer(b, 8)
 			}
 		}
 		return true

@@ -11,6 +11,7 @@ import (
 	"dragonx/kernels/judge"
 	"dragonx/kernels/numeric"
 	"dragonx/kernels/verdict"
+	"dragonx/kernels/vocab"
 )
 
 // idsOf reads pairs of bytes as ids in [-1, VocabSize]: every id of the
@@ -77,24 +78,56 @@ const (
 // Its seeds are a real script and the attacks of the suite (a 2^60-step
 // loop, 2^32 blocks, local memory bombs).
 func FuzzJudgeNumeric(f *testing.F) {
-	gmm := parseSpec(f, gmmSpec)
-	j := newJudge(f, gmm, judge.Options{Until: verdict.PhaseNumeric, Numeric: numeric.Options{CacheDir: f.TempDir()}, Timeout: fuzzDeadline})
-	size := defaultVocab(f).VocabSize()
-	for _, s := range []string{drawn(f, gmm, true), splitScript, gridScript, localScript, ""} {
+	j, v := numericJudge(f)
+	for _, s := range numericSeeds(f) {
 		f.Add(bytesOf(tokens(f, s)))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ids := idsOf(data, size)
-		start := time.Now()
-		r, err := j.Judge(context.Background(), ids)
-		if d := time.Since(start); d > fuzzDeadline+fuzzSlack {
-			t.Fatalf("the judgement took %s, past its deadline of %s", d, fuzzDeadline)
-		}
-		if err != nil {
-			t.Fatalf("judge error: %v", err)
-		}
-		if r.Verdict == nil || r.OK != (r.Error == "") || strings.Contains(r.Error, "internal error") {
-			t.Fatalf("result %s", r.JSON())
-		}
+		judgeInTime(t, j, idsOf(data, v.VocabSize()))
 	})
+}
+
+// FuzzJudgeNumericScript is FuzzJudgeNumeric over the text of scripts,
+// tokenised: its mutations change numbers and names more than syntax, so
+// far more of its inputs reach the numerical gate.
+func FuzzJudgeNumericScript(f *testing.F) {
+	j, v := numericJudge(f)
+	for _, s := range numericSeeds(f) {
+		f.Add(s)
+	}
+	eos, _ := v.ID(vocab.EOS)
+	f.Fuzz(func(t *testing.T, text string) {
+		ids, err := v.Encode(text)
+		if err != nil {
+			return // not text the model can write
+		}
+		judgeInTime(t, j, append(ids, eos))
+	})
+}
+
+// numericJudge returns a judge of the GMM workload up to the numeric phase,
+// with fuzzDeadline, and its vocabulary.
+func numericJudge(f *testing.F) (*judge.Judge, *vocab.Vocab) {
+	j := newJudge(f, parseSpec(f, gmmSpec), judge.Options{Until: verdict.PhaseNumeric, Numeric: numeric.Options{CacheDir: f.TempDir()}, Timeout: fuzzDeadline})
+	return j, defaultVocab(f)
+}
+
+func numericSeeds(f *testing.F) []string {
+	return []string{drawn(f, parseSpec(f, gmmSpec), true), splitScript, gridScript, localScript, ""}
+}
+
+// judgeInTime judges ids and fails unless a verdict comes within the
+// deadline.
+func judgeInTime(t *testing.T, j *judge.Judge, ids []int) {
+	start := time.Now()
+	r, err := j.Judge(context.Background(), ids)
+	if d := time.Since(start); d > fuzzDeadline+fuzzSlack {
+		t.Fatalf("the judgement took %s, past its deadline of %s", d, fuzzDeadline)
+	}
+	if err != nil {
+		t.Fatalf("judge error: %v", err)
+	}
+	if r.Verdict == nil || r.OK != (r.Error == "") || strings.Contains(r.Error, "internal error") {
+		t.Fatalf("result %s", r.JSON())
+	}
 }

@@ -42,7 +42,10 @@ sketch (no EnterPostproc) is replayed, EnterPostproc appended and TVM's CUDA
 postprocessors run (DisallowDynamicLoop, RewriteCooperativeFetch,
 RewriteUnboundBlock, RewriteParallelVectorizeUnroll, RewriteReductionBlock),
 then VerifyGPUCode checks the GPU limits (48 KB of shared memory per block,
-1024 threads, 8 vthreads, 16-byte vectors, the thread-extent ranges). A full
+1024 threads, 8 vthreads, 16-byte vectors, the thread-extent ranges; and
+CUDA's launch limits, which TVM does not check: a grid of at most 2^31-1 x
+65535 x 65535 blocks, blocks of at most 1024 x 1024 x 64 threads, 512 KiB
+of local memory per thread). A full
 trace (with EnterPostproc) is replayed up to EnterPostproc, the
 postprocessors run, and what they emit must be the recorded rest of the
 trace, else the check fails at the first instruction that differs.
@@ -55,7 +58,10 @@ compiled with the system C compiler (cc) and run on seeded random inputs
 (-numeric-seed) with the threads of each phase in ascending and in
 descending order; both runs must agree bit for bit and match a float64
 reference of the workload within -rtol and -atol (default 1e-3, 2e-3; 0
-means the default).
+means the default). Every program is bounded: one that would run too many
+steps or allocate too much, or a workload whose buffers exceed 256 MiB, is
+refused before compiling (numeric_kind resources); a run past its CPU-time or
+memory limit fails with numeric_kind timeout or resources.
 Compiled programs are cached by content in -numeric-cache (default
 $XDG_CACHE_HOME/dragonx/numeric or ~/.cache/dragonx/numeric).
 
@@ -67,7 +73,7 @@ latency), inst the index of the instruction at fault (-1 if none), ir_hash
 the structural hash of the scheduled function, postproc the postprocessor
 that rejected the schedule. The numeric phase adds max_abs_err, max_rel_err
 and compared (the number of output elements compared), and numeric_kind on
-a failure (race, nan, out-of-bounds, mismatch, lower, ...).
+a failure (race, nan, out-of-bounds, mismatch, lower, resources, timeout, ...).
 -wellformed verifies the function after every instruction (slower).
 
 -target adds the latency phase after the check (-check static when -check is

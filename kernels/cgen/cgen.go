@@ -46,8 +46,19 @@
 // write its outputs to standard output in parameter order: float32 for the
 // kernel, float64 for the reference. The kernel program takes one argument,
 // "asc" or "desc", the thread order. Exit status 3 is an out-of-bounds
-// access, 4 a divergent barrier, 2 any other failure; the message is on
-// standard error, prefixed "dragonx-numeric: ".
+// access, 4 a divergent barrier, 5 an allocation beyond the memory limit,
+// 2 any other failure; the message is on standard error, prefixed
+// "dragonx-numeric: ".
+//
+// # Limits
+//
+// Both programs start by limiting themselves (setrlimit) to the CPU seconds
+// in the environment variable DX_CPU_SECONDS (then SIGXCPU kills them) and
+// to the address space in DX_MEMORY_BYTES (then an allocation fails: exit
+// status 5), with no core file; without both they refuse to run (exit
+// status 2). KernelCost and ReferenceCost bound, before anything is
+// compiled, the steps a program executes and the memory it allocates, for
+// the gate to refuse a program too large to run.
 package cgen
 
 import (
@@ -189,6 +200,7 @@ func Kernel(p *lower.Program, outputs []bool) (string, error) {
 	}
 	// main
 	src.printf("\nint main(int argc, char **argv) {\n")
+	src.printf("\tdx_limits();\n")
 	src.printf("\tif (argc != 2 || (strcmp(argv[1], \"asc\") != 0 && strcmp(argv[1], \"desc\") != 0)) dx_die(\"usage: PROGRAM asc|desc\");\n")
 	src.printf("\tint desc = strcmp(argv[1], \"desc\") == 0;\n")
 	for i, b := range p.Params {

@@ -44,7 +44,14 @@ func compile(t *testing.T, src string) string {
 // the standard error and the exit status.
 func execute(t *testing.T, bin string, in []byte, args ...string) ([]byte, string, int) {
 	t.Helper()
+	return executeEnv(t, bin, in, []string{"DX_CPU_SECONDS=60", "DX_MEMORY_BYTES=2147483648"}, args...)
+}
+
+// executeEnv is execute with the environment env (the limits).
+func executeEnv(t *testing.T, bin string, in []byte, env []string, args ...string) ([]byte, string, int) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.Stdin = bytes.NewReader(in)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr

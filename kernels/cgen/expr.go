@@ -99,7 +99,8 @@ func intLit(v int64, t ir.DType) (string, error) {
 // prelude is the C both generated programs start with: headers, the
 // integer helpers (TVM's truncated and floor division), NaN-propagating
 // min and max (a poisoned value must not vanish in a max), the bounds
-// check and the reading and writing of buffers.
+// check, the reading and writing of buffers, and the resource limits
+// (dx_limits, see the package doc's protocol).
 //
 // A program is preludeHead, its table of access sites (dx_sites: what an
 // out-of-bounds report names), prelude, then its code.
@@ -108,6 +109,7 @@ const preludeHead = `#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 `
 
 const prelude = `
@@ -162,10 +164,37 @@ static void dx_read(void *p, size_t n) {
 static void dx_write(const void *p, size_t n) {
 	if (fwrite(p, 1, n, stdout) != n) dx_die("cannot write the output");
 }
+__attribute__((noreturn, cold, noinline)) static void dx_oom(size_t n) {
+	fprintf(stderr, "dragonx-numeric: out of memory: cannot allocate %llu bytes within the memory limit\n", (unsigned long long)n);
+	exit(5);
+}
 static void *dx_alloc(size_t n) {
 	void *p = malloc(n ? n : 1);
-	if (p == NULL) dx_die("out of memory");
+	if (p == NULL) dx_oom(n);
 	return p;
+}
+/* dx_limits sets the limits of the environment's DX_CPU_SECONDS (CPU time:
+   SIGXCPU then, a second later, SIGKILL) and DX_MEMORY_BYTES (address
+   space: an allocation beyond it fails, exit status 5), and no core file.
+   A program run without both refuses to run. */
+static void dx_limit(int resource, const char *name) {
+	const char *v = getenv(name);
+	char *end = NULL;
+	unsigned long long n = v != NULL ? strtoull(v, &end, 10) : 0;
+	if (v == NULL || *v == '\0' || *end != '\0' || n == 0) {
+		fprintf(stderr, "dragonx-numeric: %s must be set to a positive integer (the gate's limit)\n", name);
+		exit(2);
+	}
+	struct rlimit r;
+	r.rlim_cur = (rlim_t)n;
+	r.rlim_max = resource == RLIMIT_CPU ? (rlim_t)n + 1 : (rlim_t)n;
+	if (setrlimit(resource, &r) != 0) dx_die("setrlimit failed");
+}
+static void dx_limits(void) {
+	struct rlimit core = {0, 0};
+	if (setrlimit(RLIMIT_CORE, &core) != 0) dx_die("setrlimit failed");
+	dx_limit(RLIMIT_CPU, "DX_CPU_SECONDS");
+	dx_limit(RLIMIT_AS, "DX_MEMORY_BYTES");
 }
 static void dx_poisonf(float *p, int64_t n) { for (int64_t i = 0; i < n; i++) p[i] = NAN; }
 static void dx_poisond(double *p, int64_t n) { for (int64_t i = 0; i < n; i++) p[i] = NAN; }

@@ -67,6 +67,7 @@ func reference(f *ir.PrimFunc, real string) (string, error) {
 	src.printf("\nstatic void dx_reference(%s) {\n", strings.Join(params, ", "))
 	src.code.WriteString(rg.body.String())
 	src.printf("}\n\nint main(void) {\n")
+	src.printf("\tdx_limits();\n")
 	src.printf("\tfloat *in = NULL;\n")
 	for i, b := range f.Params {
 		n, name := b.NumElements(), rg.bufs[b]
@@ -75,7 +76,7 @@ func reference(f *ir.PrimFunc, real string) (string, error) {
 			src.printf("\tdx_poison%c(%s, %d);\n", real[0], name, n)
 			continue
 		}
-		src.printf("\tin = realloc(in, %d * sizeof(float));\n\tif (in == NULL) dx_die(\"out of memory\");\n", max(n, 1))
+		src.printf("\tin = realloc(in, %d * sizeof(float));\n\tif (in == NULL) dx_oom(%d * sizeof(float));\n", max(n, 1), max(n, 1))
 		src.printf("\tdx_read(in, %d * sizeof(float));\n", n)
 		src.printf("\tfor (int64_t i = 0; i < %d; i++) %s[i] = (%s)in[i];\n", n, name, real)
 	}

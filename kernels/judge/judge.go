@@ -33,9 +33,23 @@
 // judge's verdicts are the search's and the sampler's.
 //
 // A judgement is deterministic: it depends on the workload, the tokens and
-// the options (the numeric gate's inputs come from Options.Numeric.Seed).
-// Only a failure of the judge itself (a cancelled context, no C compiler
-// for the gate) is an error; anything the model wrote gives a Result.
+// the options (the numeric gate's inputs come from Options.Numeric.Seed),
+// except when it runs out of time. Only a failure of the judge itself (a
+// cancelled context, no C compiler for the gate) is an error; anything the
+// model wrote gives a Result.
+//
+// # Deadline
+//
+// A judgement returns a verdict within its deadline, the earlier of the
+// context's and Options.Timeout after it starts: when the deadline passes
+// first, the result is a failure of the phase in progress, whose error
+// says so (with numeric_kind timeout in the numeric phase), and the
+// programs the gate was running are killed. Cancelling the context
+// (context.Canceled) is an error, not a verdict. Without a deadline a
+// judgement is still bounded: the gate refuses or stops every program that
+// would run too long or allocate too much (kernels/numeric, Bounds), with
+// a resources or timeout verdict. Every such verdict is a failure, which
+// the sft metrics, the RL reward and the bench count as incorrect.
 package judge
 
 import (
@@ -44,6 +58,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"dragonx/kernels/encode"
 	"dragonx/kernels/ir"
@@ -87,6 +102,9 @@ type Options struct {
 	Gate *numeric.Gate
 	// Vocab is the vocabulary of the ids; nil means vocab.Default().
 	Vocab *vocab.Vocab
+	// Timeout bounds each judgement (see Deadline in the package doc); 0
+	// means the context's deadline alone.
+	Timeout time.Duration
 }
 
 // phases returns the phases run with opts, in order, checking opts.
@@ -127,6 +145,8 @@ type Judge struct {
 	vopts  verdict.Options // for CheckTrace; Until "" when decode is the last phase
 	eos    int
 	pad    int
+	// timeout is Options.Timeout.
+	timeout time.Duration
 }
 
 // New builds the workload of spec once and returns its judge.
@@ -148,7 +168,10 @@ func New(spec *workload.Spec, opts Options) (*Judge, error) {
 			return nil, fmt.Errorf("judge: %w", err)
 		}
 	}
-	j := &Judge{spec: spec, f: f, v: v, phases: phases}
+	if opts.Timeout < 0 {
+		return nil, fmt.Errorf("judge: Options.Timeout is %s; want a positive duration, or 0 for none", opts.Timeout)
+	}
+	j := &Judge{spec: spec, f: f, v: v, phases: phases, timeout: opts.Timeout}
 	j.pad, _ = v.ID(vocab.Pad)
 	j.eos, _ = v.ID(vocab.EOS)
 	until := phases[len(phases)-1]
@@ -199,10 +222,12 @@ func (r *Result) JSON() []byte {
 // error is for a failure of the judge itself (ctx done, the gate's
 // compiler missing); whatever the tokens, it returns a Result otherwise.
 func (j *Judge) Judge(ctx context.Context, tokens []int) (*Result, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("judge: %w", err)
-	}
+	ctx, cancel := j.deadline(ctx)
+	defer cancel()
 	r := &Result{}
+	if res, err := late(ctx, r, PhaseDecode, nil); res != nil || err != nil {
+		return res, err
+	}
 	text, n, err := j.decode(tokens)
 	r.Tokens = n
 	if err != nil {
@@ -221,10 +246,12 @@ func (j *Judge) Judge(ctx context.Context, tokens []int) (*Result, error) {
 // a dataset, or a baseline's): the phases after decode, as Judge does
 // with the text its tokens decode to. Tokens is 0.
 func (j *Judge) JudgeScript(ctx context.Context, script []byte) (*Result, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("judge: %w", err)
-	}
+	ctx, cancel := j.deadline(ctx)
+	defer cancel()
 	r := &Result{Script: string(script)}
+	if res, err := late(ctx, r, verdict.PhaseParse, nil); res != nil || err != nil {
+		return res, err
+	}
 	if j.phases[len(j.phases)-1] == PhaseDecode {
 		r.Verdict = &verdict.Verdict{OK: true, Phase: PhaseDecode, Inst: -1}
 		return r, nil
@@ -236,8 +263,8 @@ func (j *Judge) JudgeScript(ctx context.Context, script []byte) (*Result, error)
 func (j *Judge) script(ctx context.Context, r *Result) (*Result, error) {
 	tr, err := encode.Decode(ctx, j.f, []byte(r.Script), encode.Options{Postprocs: []postproc.Postproc{}})
 	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, fmt.Errorf("judge: %w", cerr)
+		if res, err := late(ctx, r, verdict.PhaseReplay, nil); res != nil || err != nil {
+			return res, err
 		}
 		p := verdict.PhaseReplay
 		if errors.Is(err, encode.ErrSyntax) {
@@ -252,12 +279,47 @@ func (j *Judge) script(ctx context.Context, r *Result) (*Result, error) {
 		tr = tr.WithoutPostproc()
 	}
 	v := verdict.CheckTrace(ctx, j.f, tr, j.vopts)
-	if cerr := ctx.Err(); cerr != nil {
-		return nil, fmt.Errorf("judge: %w", cerr)
+	if !v.OK {
+		if res, err := late(ctx, r, v.Phase, v); res != nil || err != nil {
+			return res, err
+		}
 	}
 	if !v.OK && v.Phase == verdict.PhaseNumeric && v.NumericKind == "" {
 		// Not a verdict on the program: the gate could not run.
 		return nil, fmt.Errorf("judge: the numerical gate failed: %s", v.Error)
+	}
+	r.Verdict = v
+	return r, nil
+}
+
+// deadline returns ctx bounded by the judge's timeout.
+func (j *Judge) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if j.timeout > 0 {
+		return context.WithTimeout(ctx, j.timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// late checks whether ctx ended before the judgement did, in phase p (v
+// the phase's verdict so far, nil when none): after a deadline it returns
+// r with a timeout failure, after a cancellation an error; nil and nil
+// when ctx has not ended.
+func late(ctx context.Context, r *Result, p verdict.Phase, v *verdict.Verdict) (*Result, error) {
+	err := ctx.Err()
+	switch {
+	case err == nil:
+		return nil, nil
+	case !errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("judge: %w", err)
+	}
+	if v == nil {
+		v = &verdict.Verdict{Phase: p, Inst: -1}
+	}
+	v.OK = false
+	v.Error = fmt.Sprintf("judge: no verdict within the deadline: phase %s did not finish in time", p)
+	if p == verdict.PhaseNumeric {
+		v.NumericKind = string(numeric.KindTimeout)
+		v.MaxAbsErr, v.MaxRelErr, v.Compared = nil, nil, 0
 	}
 	r.Verdict = v
 	return r, nil

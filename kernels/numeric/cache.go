@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
+	"time"
 
 	"dragonx/kernels/internal/blobcache"
 )
@@ -26,9 +28,11 @@ type compiler struct {
 	libs  []string // after it
 	// id identifies the compiler (path and version output) for cache keys.
 	id string
+	// timeout bounds each compilation.
+	timeout time.Duration
 }
 
-func newCompiler(ctx context.Context, cc string, flags []string) (*compiler, error) {
+func newCompiler(ctx context.Context, cc string, flags []string, timeout time.Duration) (*compiler, error) {
 	path, err := exec.LookPath(cc)
 	if err != nil {
 		return nil, fmt.Errorf("numeric: C compiler %q: %w (install gcc: make setup)", cc, err)
@@ -37,7 +41,7 @@ func newCompiler(ctx context.Context, cc string, flags []string) (*compiler, err
 	if err != nil {
 		return nil, fmt.Errorf("numeric: C compiler %s --version: %w", path, err)
 	}
-	return &compiler{path: path, flags: flags, libs: []string{"-lm"}, id: path + "\n" + string(out)}, nil
+	return &compiler{path: path, flags: flags, libs: []string{"-lm"}, id: path + "\n" + string(out), timeout: timeout}, nil
 }
 
 // binary returns the path of the executable compiled from src, from the
@@ -54,13 +58,18 @@ func (cc *compiler) binary(ctx context.Context, c *cache, src string) (path stri
 	}
 	defer os.Remove(tmp)
 	args := append(append(append([]string{}, cc.flags...), "-x", "c", "-", "-o", tmp), cc.libs...)
-	cmd := command(ctx, cc.path, args...)
+	cctx, cancel := context.WithTimeout(ctx, cc.timeout)
+	defer cancel()
+	cmd := command(cctx, cc.path, args...)
 	cmd.Stdin = strings.NewReader(src)
 	var stderr tailBuffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return "", false, fmt.Errorf("numeric: compile: %w", ctx.Err())
+		}
+		if cctx.Err() != nil {
+			return "", false, &Error{Kind: KindTimeout, Msg: fmt.Sprintf("the C compiler ran past its limit of %s (numeric.Options.CompileTimeout)", cc.timeout)}
 		}
 		return "", false, &Error{Kind: KindCompile, Msg: fmt.Sprintf("%s %s: %v: %s", cc.path, strings.Join(args, " "), err, stderr.tail())}
 	}
@@ -86,10 +95,21 @@ type tailBuffer struct{ blobcache.TailBuffer }
 func (t *tailBuffer) tail() string { return t.Tail() }
 
 // run runs the program at path with args, stdin in, and returns its
-// standard output. A failure is an *Error: its kind from the exit status
-// (see kernels/cgen's protocol), its message the tail of standard error.
-func run(ctx context.Context, what, path string, in []byte, args ...string) ([]byte, error) {
-	cmd := command(ctx, path, args...)
+// standard output. The program gets its limits in its environment (and
+// nothing else from the gate's: see kernels/cgen's protocol) and is killed
+// after Options.RunTimeout. A failure is an *Error: its kind from the exit
+// status (see kernels/cgen's protocol) or the limit it ran into, its
+// message the tail of standard error. The end of ctx is an error, not a
+// verdict.
+func (g *Gate) run(ctx context.Context, what, path string, in []byte, args ...string) ([]byte, error) {
+	cpu := max(g.opts.CPUTime.Truncate(time.Second), time.Second)
+	rctx, cancel := context.WithTimeout(ctx, g.opts.RunTimeout)
+	defer cancel()
+	cmd := command(rctx, path, args...)
+	cmd.Env = []string{
+		fmt.Sprintf("DX_CPU_SECONDS=%d", int64(cpu/time.Second)),
+		fmt.Sprintf("DX_MEMORY_BYTES=%d", g.opts.MaxMemory+AddressSpaceSlack),
+	}
 	cmd.Stdin = bytes.NewReader(in)
 	var out bytes.Buffer
 	var stderr tailBuffer
@@ -101,14 +121,23 @@ func run(ctx context.Context, what, path string, in []byte, args ...string) ([]b
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("numeric: %s: %w", what, ctx.Err())
 	}
+	if rctx.Err() != nil {
+		return nil, &Error{Kind: KindTimeout, Msg: fmt.Sprintf("%s: ran past the wall-clock limit of %s (numeric.Options.RunTimeout)", what, g.opts.RunTimeout)}
+	}
 	kind := KindRun
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		switch ee.ExitCode() {
-		case 3:
+		ws, _ := ee.Sys().(syscall.WaitStatus)
+		used := ee.UserTime() + ee.SystemTime()
+		switch {
+		case ws.Signaled() && (ws.Signal() == syscall.SIGXCPU || ws.Signal() == syscall.SIGKILL && used >= cpu):
+			return nil, &Error{Kind: KindTimeout, Msg: fmt.Sprintf("%s: ran past the CPU-time limit of %s (numeric.Options.CPUTime)", what, cpu)}
+		case ee.ExitCode() == 3:
 			kind = KindOutOfBounds
-		case 4:
+		case ee.ExitCode() == 4:
 			kind = KindDivergentBarrier
+		case ee.ExitCode() == 5:
+			kind = KindResources
 		}
 	}
 	msg := strings.TrimPrefix(stderr.tail(), "dragonx-numeric: ")

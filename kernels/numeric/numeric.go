@@ -25,7 +25,10 @@
 //     within the same tolerance of the workload's own float32 program
 //     either (see below);
 //   - the program fails otherwise (run) or the reference is not finite
-//     (reference: the inputs are outside the workload's domain).
+//     (reference: the inputs are outside the workload's domain);
+//   - the programs would need more than the gate grants (resources: see
+//     Bounds), or a program runs past its CPU-time or wall-clock limit, or
+//     the compiler past its own (timeout).
 //
 // A passing check returns the largest absolute and relative errors and the
 // number of elements compared (the mismatch error carries them too).
@@ -63,7 +66,26 @@
 // it once. Checks that end without a verdict (cancelled, the compiler or
 // the program killed) are not remembered.
 //
-// Cancelling the context kills the compiler and the programs.
+// # Bounds
+//
+// Every program the gate runs is bounded, whatever the schedule. Before
+// anything is generated or allocated, the workload's parameters must fit
+// in Options.MaxIOBytes (their float32 bytes: inputs and outputs), and
+// each program's cgen.Cost (an upper bound on the steps it executes:
+// trip counts times threads times grid size, and on the memory it
+// allocates) must fit in Options.MaxSteps and Options.MaxMemory; else the
+// check fails with kind resources, having compiled and run nothing. Each
+// run then limits itself (setrlimit at the start of main, from the
+// environment the gate gives it) to Options.CPUTime of CPU and to
+// Options.MaxMemory plus AddressSpaceSlack of address space, and the gate
+// kills it after Options.RunTimeout of wall-clock time; the compiler gets
+// Options.CompileTimeout. A run or compilation past a limit is a timeout,
+// an allocation the memory limit refuses is resources: verdicts on the
+// program (incorrect), never a failure of the gate. A timeout is not
+// remembered (it depends on the machine's load); resources are.
+//
+// Cancelling the context kills the compiler and the programs; that, and
+// the context's deadline, are errors of the check, not verdicts.
 package numeric
 
 import (
@@ -76,6 +98,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -89,6 +112,26 @@ import (
 const (
 	DefaultRTol = 1e-3
 	DefaultATol = 2e-3
+)
+
+// Default bounds (see the package doc, Bounds). DefaultMaxSteps is 7.6
+// times the most steps of the kernel and reference programs of 12 sampled
+// schedules of each benchmark shape of C2D, C3D, CBR, GMM and SFM (C3D's,
+// 3.6e10); DefaultCPUTime is over twice what the slowest check measured
+// took (a C3D candidate: over 6 minutes for its two thread orders);
+// DefaultMaxMemory holds a kernel at CUDA's cap of 512 KiB of local
+// memory per thread times 1024 threads (512 MiB) beside the largest
+// parameters the gate admits; DefaultMaxIOBytes is 7 times the largest
+// benchmark workload's parameters (C3D, 34 MiB).
+const (
+	DefaultMaxSteps       = int64(1) << 38
+	DefaultMaxMemory      = int64(1) << 30
+	DefaultMaxIOBytes     = int64(256) << 20
+	DefaultCPUTime        = 15 * time.Minute
+	DefaultCompileTimeout = 5 * time.Minute
+	// AddressSpaceSlack is what a program's address-space limit adds to
+	// Options.MaxMemory: its code, the C library, its stack.
+	AddressSpaceSlack = int64(256) << 20
 )
 
 // DefaultFlags are the C compiler's flags when Options.Flags is nil. -O3
@@ -110,6 +153,18 @@ type Options struct {
 	Seed uint64
 	// RTol and ATol are the tolerances; 0 means DefaultRTol, DefaultATol.
 	RTol, ATol float64
+
+	// MaxSteps bounds each program's steps (cgen.Cost.Steps), MaxMemory
+	// the memory it allocates (cgen.Cost.Bytes, and its address-space
+	// limit, plus AddressSpaceSlack), MaxIOBytes the float32 bytes of the
+	// workload's parameters; 0 means DefaultMaxSteps, DefaultMaxMemory,
+	// DefaultMaxIOBytes.
+	MaxSteps, MaxMemory, MaxIOBytes int64
+	// CPUTime is each run's CPU-time limit (whole seconds, at least one);
+	// 0 means DefaultCPUTime. RunTimeout is each run's wall-clock limit; 0
+	// means twice CPUTime. CompileTimeout is each compilation's; 0 means
+	// DefaultCompileTimeout.
+	CPUTime, RunTimeout, CompileTimeout time.Duration
 }
 
 // Kind is the class of a gate failure.
@@ -126,6 +181,13 @@ const (
 	KindNaN              Kind = "nan"
 	KindMismatch         Kind = "mismatch"
 	KindReference        Kind = "reference"
+	// KindResources: the programs would need more steps, memory or
+	// parameter bytes than the gate grants (found before compiling), or
+	// an allocation went past the memory limit.
+	KindResources Kind = "resources"
+	// KindTimeout: a run went past its CPU-time or wall-clock limit, or
+	// the compiler past its wall-clock limit.
+	KindTimeout Kind = "timeout"
 )
 
 // Error is a failure of the gate: the program is wrong (or cannot be run).
@@ -191,7 +253,7 @@ func verdict(err error) bool {
 		return true
 	}
 	var ge *Error
-	return errors.As(err, &ge) && ge.Kind != KindCompile && ge.Kind != KindRun
+	return errors.As(err, &ge) && ge.Kind != KindCompile && ge.Kind != KindRun && ge.Kind != KindTimeout
 }
 
 // New returns a gate with options opts.
@@ -218,6 +280,27 @@ func New(opts Options) (*Gate, error) {
 	if opts.RTol < 0 || opts.ATol < 0 || math.IsNaN(opts.RTol) || math.IsNaN(opts.ATol) {
 		return nil, fmt.Errorf("numeric: tolerances rtol %g, atol %g: want non-negative numbers", opts.RTol, opts.ATol)
 	}
+	for _, d := range []struct {
+		p   *int64
+		def int64
+	}{{&opts.MaxSteps, DefaultMaxSteps}, {&opts.MaxMemory, DefaultMaxMemory}, {&opts.MaxIOBytes, DefaultMaxIOBytes}} {
+		if *d.p == 0 {
+			*d.p = d.def
+		}
+	}
+	if opts.CPUTime == 0 {
+		opts.CPUTime = DefaultCPUTime
+	}
+	if opts.RunTimeout == 0 {
+		opts.RunTimeout = 2 * opts.CPUTime
+	}
+	if opts.CompileTimeout == 0 {
+		opts.CompileTimeout = DefaultCompileTimeout
+	}
+	if opts.MaxSteps < 0 || opts.MaxMemory < 0 || opts.MaxIOBytes < 0 || opts.CPUTime < time.Second || opts.RunTimeout < 0 || opts.CompileTimeout < 0 {
+		return nil, fmt.Errorf("numeric: bounds (steps %d, memory %d, I/O bytes %d, CPU time %s, run timeout %s, compile timeout %s): want positive values, CPU time at least 1s",
+			opts.MaxSteps, opts.MaxMemory, opts.MaxIOBytes, opts.CPUTime, opts.RunTimeout, opts.CompileTimeout)
+	}
 	return &Gate{opts: opts, cache: &cache{Dir: opts.CacheDir}}, nil
 }
 
@@ -225,7 +308,7 @@ func New(opts Options) (*Gate, error) {
 func (g *Gate) Options() Options { return g.opts }
 
 func (g *Gate) compiler(ctx context.Context) (*compiler, error) {
-	g.once.Do(func() { g.cc, g.ccErr = newCompiler(ctx, g.opts.CC, g.opts.Flags) })
+	g.once.Do(func() { g.cc, g.ccErr = newCompiler(ctx, g.opts.CC, g.opts.Flags, g.opts.CompileTimeout) })
 	return g.cc, g.ccErr
 }
 
@@ -239,6 +322,16 @@ func (g *Gate) Check(ctx context.Context, f *ir.PrimFunc, p *lower.Program) (*Re
 	}
 	if len(f.Params) != len(p.Params) {
 		return nil, &Error{Kind: KindUnsupported, Msg: fmt.Sprintf("the program has %d parameters, the workload %d", len(p.Params), len(f.Params))}
+	}
+	if err := g.admitWorkload(f); err != nil {
+		return nil, err
+	}
+	kc, err := cgen.KernelCost(p)
+	if err != nil {
+		return nil, &Error{Kind: KindUnsupported, Msg: err.Error()}
+	}
+	if err := g.admit("kernel", kc); err != nil {
+		return nil, err
 	}
 	outputs := cgen.Outputs(f)
 	ksrc, err := cgen.Kernel(p, outputs)
@@ -290,8 +383,8 @@ func (g *Gate) check(ctx context.Context, cc *compiler, f *ir.PrimFunc, outputs 
 		}
 		res.KernelCached = cached
 		var sub errgroup.Group
-		sub.Go(func() (err error) { asc, err = run(gctx, "kernel", bin, in, "asc"); return })
-		sub.Go(func() (err error) { desc, err = run(gctx, "kernel", bin, in, "desc"); return })
+		sub.Go(func() (err error) { asc, err = g.run(gctx, "kernel", bin, in, "asc"); return })
+		sub.Go(func() (err error) { desc, err = g.run(gctx, "kernel", bin, in, "desc"); return })
 		return sub.Wait()
 	})
 	grp.Go(func() (err error) {
@@ -324,6 +417,9 @@ func (g *Gate) Reference(ctx context.Context, f *ir.PrimFunc) ([]byte, error) {
 func (g *Gate) reference64(ctx context.Context, f *ir.PrimFunc) (ref []byte, cached bool, cc *compiler, err error) {
 	if f == nil {
 		return nil, false, nil, errors.New("numeric: no workload")
+	}
+	if err := g.admitWorkload(f); err != nil {
+		return nil, false, nil, err
 	}
 	rsrc, err := cgen.Reference(f)
 	if err != nil {
@@ -457,7 +553,7 @@ func (g *Gate) reference(ctx context.Context, cc *compiler, src string, in []byt
 		if err != nil {
 			return nil, err
 		}
-		out, err := run(ctx, "reference", bin, in)
+		out, err := g.run(ctx, "reference", bin, in)
 		if err != nil {
 			return nil, err
 		}
@@ -467,6 +563,61 @@ func (g *Gate) reference(ctx context.Context, cc *compiler, src string, in []byt
 		return out, nil
 	}, func([]byte, error) bool { return false })
 	return out, cached, err
+}
+
+// admitWorkload refuses, with kind resources, a workload whose parameters
+// exceed Options.MaxIOBytes or whose reference program exceeds the bounds:
+// before anything is allocated for it.
+func (g *Gate) admitWorkload(f *ir.PrimFunc) error {
+	var elems int64
+	for _, b := range f.Params {
+		elems += b.NumElements() // each at most 2^31-1 (kernels/workload)
+	}
+	if bytes := 4 * elems; bytes > g.opts.MaxIOBytes || elems < 0 {
+		return &Error{Kind: KindResources, Msg: fmt.Sprintf("the workload's parameters hold %d float32 elements (%s), more than the gate's %s of inputs and outputs (numeric.Options.MaxIOBytes)", elems, byteSize(4*elems), byteSize(g.opts.MaxIOBytes))}
+	}
+	rc, err := cgen.ReferenceCost(f)
+	if err != nil {
+		return &Error{Kind: KindUnsupported, Msg: err.Error()}
+	}
+	return g.admit("reference", rc)
+}
+
+// admit refuses, with kind resources, a program whose cost exceeds the
+// gate's bounds.
+func (g *Gate) admit(what string, c cgen.Cost) error {
+	if c.Steps > g.opts.MaxSteps {
+		return &Error{Kind: KindResources, Msg: fmt.Sprintf("the %s program would execute %s steps (trip counts x threads x grid size), more than the gate's %.3g (numeric.Options.MaxSteps)", what, steps(c.Steps), float64(g.opts.MaxSteps))}
+	}
+	if c.Bytes > g.opts.MaxMemory {
+		bound := "up to " + byteSize(c.Bytes)
+		if c.Bytes == math.MaxInt64 {
+			bound = byteSize(c.Bytes)
+		}
+		return &Error{Kind: KindResources, Msg: fmt.Sprintf("the %s program would allocate %s, more than the gate's %s (numeric.Options.MaxMemory)", what, bound, byteSize(g.opts.MaxMemory))}
+	}
+	return nil
+}
+
+// steps formats a bound on steps ("up to 1.2e+10"), byteSize a bound on
+// bytes; both say so when the bound saturated (cgen.Cost).
+func steps(n int64) string {
+	if n == math.MaxInt64 {
+		return "more than 9.2e18 (the count overflows)"
+	}
+	return fmt.Sprintf("up to %.3g", float64(n))
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n == math.MaxInt64:
+		return "more than 8 EiB (the count overflows)"
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // InputBytes returns the inputs the gate gives f for seed: the parameters

@@ -3,6 +3,7 @@ package postproc
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -31,11 +32,30 @@ type GPULimits struct {
 	// ThreadWarpSize is the threadIdx.x extent a block annotated
 	// warp_execution runs with (the target's thread_warp_size).
 	ThreadWarpSize int64
+
+	// The launch limits below are dragonx's additions: TVM's
+	// VerifyGPUCode checks none of them (docs/kernels-fidelity.md). 0
+	// means no bound.
+
+	// MaxGridDim bounds a kernel's blockIdx.x, .y and .z extents (the
+	// device's maximum grid dimensions).
+	MaxGridDim [3]int64
+	// MaxBlockDim bounds a kernel's threadIdx.x, .y and .z extents (the
+	// device's maximum block dimensions).
+	MaxBlockDim [3]int64
+	// MaxLocalMemoryPerThread bounds the bytes of local memory one thread
+	// of a kernel allocates: its local buffers, each compacted as the
+	// lowering allocates it.
+	MaxLocalMemoryPerThread int64
 }
 
 // CUDALimits returns the limits TVM v0.20 checks for every built-in CUDA
 // target tag (nvidia/nvidia-h100 included): 48 KB of shared memory per
-// block, 1024 threads, 8 vthreads, 16-byte vectors, warps of 32.
+// block, 1024 threads, 8 vthreads, 16-byte vectors, warps of 32; and the
+// launch limits of every compute capability the CUDA C++ Programming
+// Guide lists, which TVM does not check: a grid of at most 2^31-1 x 65535 x 65535
+// blocks, a block of at most 1024 x 1024 x 64 threads, 512 KiB of local
+// memory per thread.
 func CUDALimits() GPULimits {
 	return GPULimits{
 		MaxSharedMemoryPerBlock: 49152,
@@ -43,6 +63,9 @@ func CUDALimits() GPULimits {
 		MaxVThread:              8,
 		MaxVectorBytes:          16,
 		ThreadWarpSize:          32,
+		MaxGridDim:              [3]int64{1<<31 - 1, 65535, 65535},
+		MaxBlockDim:             [3]int64{1024, 1024, 64},
+		MaxLocalMemoryPerThread: 512 << 10,
 	}
 }
 
@@ -60,8 +83,18 @@ func (l GPULimits) validate() error {
 			return fmt.Errorf("invalid GPU limits: %s is %d, it must be positive", f.name, f.v)
 		}
 	}
-	if l.MaxVThread < 0 {
-		return fmt.Errorf("invalid GPU limits: MaxVThread is %d, it must be positive (or 0 for no bound)", l.MaxVThread)
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"MaxVThread", l.MaxVThread},
+		{"MaxGridDim[0]", l.MaxGridDim[0]}, {"MaxGridDim[1]", l.MaxGridDim[1]}, {"MaxGridDim[2]", l.MaxGridDim[2]},
+		{"MaxBlockDim[0]", l.MaxBlockDim[0]}, {"MaxBlockDim[1]", l.MaxBlockDim[1]}, {"MaxBlockDim[2]", l.MaxBlockDim[2]},
+		{"MaxLocalMemoryPerThread", l.MaxLocalMemoryPerThread},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("invalid GPU limits: %s is %d, it must be positive (or 0 for no bound)", f.name, f.v)
+		}
 	}
 	return nil
 }
@@ -84,7 +117,10 @@ const (
 //     .y or .z twice with different extents, uses more threads than
 //     MaxThreadsPerBlock, more vthreads than MaxVThread, or more shared
 //     memory than MaxSharedMemoryPerBlock;
-//   - an access under vectorized loops moves more than MaxVectorBytes.
+//   - an access under vectorized loops moves more than MaxVectorBytes;
+//   - (dragonx's additions, not TVM's) a kernel's blockIdx or threadIdx
+//     extent is beyond MaxGridDim or MaxBlockDim, or its threads each
+//     allocate more local memory than MaxLocalMemoryPerThread.
 //
 // TVM checks the last three on the function lowered through its TIR
 // passes; dragonx computes the same quantities on the scheduled function
@@ -264,7 +300,7 @@ func findKernels(f *ir.PrimFunc) []*kernel {
 }
 
 func (k *kernel) check(l GPULimits) error {
-	threads, vthreads, err := k.launch()
+	threads, vthreads, dims, err := k.launch()
 	if err != nil {
 		return err
 	}
@@ -274,16 +310,32 @@ func (k *kernel) check(l GPULimits) error {
 	if l.MaxVThread > 0 && vthreads > l.MaxVThread {
 		return fmt.Errorf("%d vthreads, more than the %d allowed", vthreads, l.MaxVThread)
 	}
+	for d, tag := range [3]string{"x", "y", "z"} {
+		if n, lim := dims["blockIdx."+tag], l.MaxGridDim[d]; lim > 0 && n > lim {
+			return fmt.Errorf("blockIdx.%s has extent %d, more than the %d blocks a grid allows along %s", tag, n, lim, tag)
+		}
+		if n, lim := dims["threadIdx."+tag], l.MaxBlockDim[d]; lim > 0 && n > lim {
+			return fmt.Errorf("threadIdx.%s has extent %d, more than the %d threads a block allows along %s", tag, n, lim, tag)
+		}
+	}
 	if err := k.checkVectors(l.MaxVectorBytes); err != nil {
 		return err
 	}
-	return k.checkSharedMemory(l.MaxSharedMemoryPerBlock)
+	if err := k.checkMemory(l.MaxSharedMemoryPerBlock, true); err != nil {
+		return err
+	}
+	if l.MaxLocalMemoryPerThread > 0 {
+		return k.checkMemory(l.MaxLocalMemoryPerThread, false)
+	}
+	return nil
 }
 
 // launch returns the kernel's threads per block (the product of the
-// extents of its threadIdx tags) and vthreads (the same over its vthread
-// tags). A tag bound twice with different extents is an error.
-func (k *kernel) launch() (threads, vthreads int64, err error) {
+// extents of its threadIdx tags), vthreads (the same over its vthread
+// tags) and the extent of each thread tag (the largest, for a blockIdx tag
+// bound more than once). A threadIdx tag bound twice with different
+// extents is an error.
+func (k *kernel) launch() (threads, vthreads int64, dims map[string]int64, err error) {
 	seen := map[string]int64{}
 	threads, vthreads = 1, 1
 	ir.WalkStmt(k.loop, func(s ir.Stmt) bool {
@@ -301,6 +353,7 @@ func (k *kernel) launch() (threads, vthreads int64, err error) {
 				err = fmt.Errorf("%s is bound with extent %d and, at loop %s, %d", f.Thread, prev, f.Var.Name(), n)
 				return false
 			}
+			seen[f.Thread] = max(prev, n)
 			return true
 		}
 		seen[f.Thread] = n
@@ -312,7 +365,7 @@ func (k *kernel) launch() (threads, vthreads int64, err error) {
 		}
 		return true
 	})
-	return threads, vthreads, err
+	return threads, vthreads, seen, err
 }
 
 // checkVectors rejects an access under vectorized loops whose lanes (the
@@ -370,58 +423,94 @@ func (k *kernel) checkVectors(max int64) error {
 	return nil
 }
 
-// checkSharedMemory adds up the shared buffers the kernel's blocks access,
-// each at the size TVM's buffer compaction gives it
+// checkMemory adds up the shared (or local) buffers the kernel's blocks
+// access, each at the size TVM's buffer compaction gives it
 // (analysis.CompactRegion, as kernels/lower allocates it): the region its
 // blocks access, relaxed over the loops under the point where it is
-// allocated (the lowest common ancestor of those blocks) and over the
-// threadIdx and vthread loops above it.
-func (k *kernel) checkSharedMemory(max int64) error {
+// allocated (the lowest common ancestor of those blocks) and, for shared
+// memory (one copy per block), over the threadIdx and vthread loops above
+// it; for local memory (one copy per thread, which runs its vthreads in
+// turn) over the vthread loops above it, never over a thread-bound loop,
+// as the lowering relaxes it. A local buffer whose region cannot be
+// compacted counts at its whole size.
+func (k *kernel) checkMemory(max int64, shared bool) error {
+	in, what := isLocal, "local memory per thread"
+	if shared {
+		in, what = isShared, "shared memory per block"
+	}
 	var bufs []*ir.Buffer
 	uses := map[*ir.Buffer][]analysis.BufferAccess{}
+	full := int64(0) // the bytes of the buffers' whole shapes
 	for _, b := range k.blocks {
 		blk := b.realize.Block
 		for _, rs := range [][]ir.BufferRegion{blk.Reads, blk.Writes} {
 			for _, r := range rs {
-				if !isShared(r.Buffer) {
+				if !in(r.Buffer) {
 					continue
 				}
 				if _, ok := uses[r.Buffer]; !ok {
 					bufs = append(bufs, r.Buffer)
+					full = satAdd(full, satMul(r.Buffer.NumElements(), int64(r.Buffer.DType().Bytes())))
 				}
 				uses[r.Buffer] = append(uses[r.Buffer], analysis.BufferAccess{Path: b.path, Realize: b.realize, Region: r})
 			}
 		}
 	}
-	if len(bufs) == 0 {
-		return nil
+	if len(bufs) == 0 || !shared && full <= max {
+		return nil // compaction only shrinks a buffer
 	}
 	relax := func(f *ir.For, under bool) bool {
-		return under || (f.Kind == ir.ThreadBinding && ir.ThreadRank(f.Thread) >= 1)
+		if shared {
+			return under || (f.Kind == ir.ThreadBinding && ir.ThreadRank(f.Thread) >= 1)
+		}
+		rank := -1
+		if f.Kind == ir.ThreadBinding {
+			rank = ir.ThreadRank(f.Thread)
+		}
+		return rank == 1 || (under && rank < 0)
 	}
 	a := arith.NewAnalyzer()
 	total := int64(0)
 	bytes := make([]int64, len(bufs))
 	for i, buf := range bufs {
 		_, exts, err := analysis.CompactRegion(a, buf, uses[buf], relax)
-		if err != nil {
+		if err != nil && shared {
 			return err
+		}
+		if err != nil {
+			exts = buf.Shape()
 		}
 		elems := int64(1)
 		for d, n := range exts {
-			elems *= min(n, buf.Shape()[d])
+			elems = satMul(elems, min(n, buf.Shape()[d]))
 		}
-		bytes[i] = elems * int64(buf.DType().Bytes())
-		total += bytes[i]
+		bytes[i] = satMul(elems, int64(buf.DType().Bytes()))
+		total = satAdd(total, bytes[i])
 	}
 	if total > max {
 		parts := make([]string, len(bufs))
 		for i, buf := range bufs {
 			parts[i] = fmt.Sprintf("%s %d B", buf.Name(), bytes[i])
 		}
-		return fmt.Errorf("%d bytes of shared memory per block (%s), more than the %d allowed", total, strings.Join(parts, ", "), max)
+		return fmt.Errorf("%d bytes of %s (%s), more than the %d allowed", total, what, strings.Join(parts, ", "), max)
 	}
 	return nil
+}
+
+// satAdd and satMul add and multiply non-negative sizes, saturating at
+// math.MaxInt64.
+func satAdd(x, y int64) int64 {
+	if s := x + y; s >= x {
+		return s
+	}
+	return math.MaxInt64
+}
+
+func satMul(x, y int64) int64 {
+	if x != 0 && y > math.MaxInt64/x {
+		return math.MaxInt64
+	}
+	return x * y
 }
 
 func floorDivInt(x, y int64) int64 {
@@ -435,3 +524,5 @@ func floorDivInt(x, y int64) int64 {
 func isShared(b *ir.Buffer) bool {
 	return b.Scope() == "shared" || b.Scope() == "shared.dyn"
 }
+
+func isLocal(b *ir.Buffer) bool { return b.Scope() == "local" }

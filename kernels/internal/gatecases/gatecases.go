@@ -44,7 +44,14 @@ func Dir(ctx context.Context, dir string) (*Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr, err := trace.Parse([]byte(strings.TrimSpace(string(data))))
+	return Trace(ctx, dir, spec, data)
+}
+
+// Trace is Dir of a workload spec and a trace (TVM's JSON) given as
+// bytes; name names the case in errors.
+func Trace(ctx context.Context, name string, spec, traceJSON []byte) (*Case, error) {
+	dir := name
+	tr, err := trace.Parse([]byte(strings.TrimSpace(string(traceJSON))))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}

@@ -12,21 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-)
 
-// withTimeout runs f and fails the test if it has not returned within a
-// few seconds: a regression that blocks must fail, not hang the suite.
-func withTimeout(t *testing.T, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("blocked for 5s (opening a FIFO must not wait for a writer)")
-	}
-}
+	"dragonx/internal/safeio/safeiotest"
+)
 
 func TestReadFileRefusesFIFO(t *testing.T) {
 	if runtime.GOOS == "windows" {
@@ -36,7 +24,7 @@ func TestReadFileRefusesFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(p, 0o644); err != nil {
 		t.Skip("mkfifo:", err)
 	}
-	withTimeout(t, func() {
+	safeiotest.NoHang(t, func() {
 		_, err := ReadFile(p, MaxSource, Options{})
 		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "named pipe") || !strings.Contains(err.Error(), p) {
 			t.Errorf("err = %v, want a not-regular error naming the pipe", err)
@@ -91,52 +79,6 @@ func TestOpenNoFollow(t *testing.T) {
 	}
 }
 
-// plant makes, at path, each thing that someone could leave where dragonx
-// keeps a file of its own, and returns the outside file that a link points
-// to (nil content checks when the thing has none).
-func plant(t *testing.T, kind, path string) (outside string) {
-	t.Helper()
-	outside = filepath.Join(t.TempDir(), "outside")
-	if err := os.WriteFile(outside, []byte("precious\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	switch kind {
-	case "symlink":
-		err = os.Symlink(outside, path)
-	case "dangling symlink":
-		outside = filepath.Join(filepath.Dir(outside), "not-yet")
-		err = os.Symlink(outside, path)
-	case "fifo":
-		err = syscall.Mkfifo(path, 0o644)
-	case "hard link":
-		err = os.Link(outside, path)
-	case "directory":
-		err = os.Mkdir(path, 0o755)
-	}
-	if err != nil {
-		t.Skipf("%s: %v", kind, err)
-	}
-	return outside
-}
-
-// checkOutside fails the test if the outside file of plant was changed
-// (or, for a dangling link, created).
-func checkOutside(t *testing.T, kind, outside string) {
-	t.Helper()
-	b, err := os.ReadFile(outside)
-	switch {
-	case kind == "dangling symlink":
-		if err == nil {
-			t.Errorf("%s: the link's target %s was created", kind, outside)
-		}
-	case kind == "symlink" || kind == "hard link":
-		if err != nil || string(b) != "precious\n" {
-			t.Errorf("%s: the outside file now holds %q (%v)", kind, b, err)
-		}
-	}
-}
-
 // TestOpenStateRefusesPlanted is the attack of issue 29 (item 5): a link,
 // a pipe or a second name planted where dragonx keeps its resume state is
 // neither followed, waited on nor written through.
@@ -144,22 +86,25 @@ func TestOpenStateRefusesPlanted(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("unix file kinds")
 	}
-	for _, kind := range []string{"symlink", "dangling symlink", "fifo", "hard link", "directory"} {
+	for _, kind := range []string{safeiotest.Symlink, safeiotest.DanglingSymlink, safeiotest.FIFO, safeiotest.HardLink, safeiotest.Dir} {
 		t.Run(kind, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "groups.jsonl")
-			outside := plant(t, kind, path)
-			withTimeout(t, func() {
+			outside := safeiotest.Plant(t, kind, path)
+			safeiotest.NoHang(t, func() {
 				f, err := OpenState(path, os.O_APPEND, 0o644)
 				if err == nil {
 					f.Write([]byte("overwritten\n"))
 					f.Close()
-					t.Fatalf("%s: opened", kind)
+					t.Errorf("%s: opened", kind)
+					return
 				}
 				if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), path) {
 					t.Errorf("%s: err = %v, want a not-regular error naming the path", kind, err)
 				}
 			})
-			checkOutside(t, kind, outside)
+			if kind != safeiotest.Dir {
+				safeiotest.CheckOutside(t, kind, outside)
+			}
 		})
 	}
 }
@@ -189,17 +134,17 @@ func TestWriteAtomicReplacesPlanted(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("unix file kinds")
 	}
-	for _, kind := range []string{"symlink", "dangling symlink", "fifo", "hard link"} {
+	for _, kind := range []string{safeiotest.Symlink, safeiotest.DanglingSymlink, safeiotest.FIFO, safeiotest.HardLink} {
 		t.Run(kind, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "trainer.ckpt")
-			outside := plant(t, kind, path)
-			withTimeout(t, func() {
+			outside := safeiotest.Plant(t, kind, path)
+			safeiotest.NoHang(t, func() {
 				err := WriteAtomic(path, func(w io.Writer) error { _, err := io.WriteString(w, "new\n"); return err })
 				if err != nil {
-					t.Fatal(err)
+					t.Error(err)
 				}
 			})
-			checkOutside(t, kind, outside)
+			safeiotest.CheckOutside(t, kind, outside)
 			if b, err := ReadFile(path, 10, Options{NoFollow: true}); err != nil || string(b) != "new\n" {
 				t.Errorf("%s: the path now holds %q (%v), want the new regular file", kind, b, err)
 			}
@@ -248,7 +193,7 @@ func TestOpenLimited(t *testing.T) {
 	if runtime.GOOS != "windows" {
 		fifo := filepath.Join(dir, "fifo")
 		if err := syscall.Mkfifo(fifo, 0o644); err == nil {
-			withTimeout(t, func() {
+			safeiotest.NoHang(t, func() {
 				if _, err := OpenLimited(fifo, 10, Options{NoFollow: true}); !errors.Is(err, ErrNotRegular) {
 					t.Errorf("fifo: err = %v", err)
 				}

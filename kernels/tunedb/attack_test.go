@@ -6,11 +6,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"dragonx/internal/safeio"
+	"dragonx/internal/safeio/safeiotest"
 )
 
 // TestOverlongLine is the attack of issue 29 (item 4): a record file whose
@@ -51,32 +50,14 @@ func TestOverlongLine(t *testing.T) {
 // (the outside file is unchanged), and a named pipe does not hang Open or
 // Load; each is an error naming the file.
 func TestPlantedFiles(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("unix file kinds")
-	}
-	for _, kind := range []string{"symlink", "fifo"} {
+	for _, kind := range []string{safeiotest.Symlink, safeiotest.FIFO} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
 			writeDB(t, dir, benchSpecs(t, 1), 1)
 			path := filepath.Join(dir, RecordFile)
-			outside := filepath.Join(t.TempDir(), "outside")
-			const precious = "precious\n"
-			if err := os.WriteFile(outside, []byte(precious), 0o644); err != nil {
-				t.Fatal(err)
-			}
 			os.Remove(path)
-			var err error
-			if kind == "symlink" {
-				err = os.Symlink(outside, path)
-			} else {
-				err = syscall.Mkfifo(path, 0o644)
-			}
-			if err != nil {
-				t.Skip(err)
-			}
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
+			outside := safeiotest.Plant(t, kind, path)
+			safeiotest.NoHang(t, func() {
 				for name, open := range map[string]func(string) (*DB, error){"Load": Load, "Open": Open} {
 					db, err := open(dir)
 					if err == nil {
@@ -89,15 +70,8 @@ func TestPlantedFiles(t *testing.T) {
 						t.Errorf("%s: err = %v, want a not-regular error naming %s", name, err, path)
 					}
 				}
-			}()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("blocked for 10s")
-			}
-			if b, _ := os.ReadFile(outside); string(b) != precious {
-				t.Errorf("the outside file now holds %q", b)
-			}
+			})
+			safeiotest.CheckOutside(t, kind, outside)
 		})
 	}
 }

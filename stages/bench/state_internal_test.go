@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"dragonx/internal/safeio/safeiotest"
 )
 
 // TestResumeStatePlanted is the attack of issue 29 (item 5): a symbolic
@@ -19,53 +18,25 @@ import (
 // state rebuilt as a regular file; the outside file is unchanged. A run
 // over a planted link writes the same outputs as a fresh run.
 func TestResumeStatePlanted(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("unix file kinds")
-	}
 	sp := testSpec()
-	const precious = "precious\n"
-	for _, kind := range []string{"symlink", "fifo", "hard link"} {
+	for _, kind := range []string{safeiotest.Symlink, safeiotest.FIFO, safeiotest.HardLink} {
 		t.Run(kind, func(t *testing.T) {
 			state := t.TempDir()
 			path := filepath.Join(state, stateFile)
-			outside := filepath.Join(t.TempDir(), "outside")
-			if err := os.WriteFile(outside, []byte(precious), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var err error
-			switch kind {
-			case "symlink":
-				err = os.Symlink(outside, path)
-			case "fifo":
-				err = syscall.Mkfifo(path, 0o644)
-			case "hard link":
-				err = os.Link(outside, path)
-			}
-			if err != nil {
-				t.Skip(err)
-			}
+			outside := safeiotest.Plant(t, kind, path)
 			var log strings.Builder
 			logf := func(format string, args ...any) { fmt.Fprintf(&log, format+"\n", args...) }
-			done := make(chan error, 1)
-			go func() {
+			safeiotest.NoHang(t, func() {
 				st, err := openState(state, sp, logf)
 				if err == nil {
 					err = st.put("sft", &Task{Kind: "construction", Index: 0}, []*Attempt{{Policy: "sft"}})
 					st.close()
 				}
-				done <- err
-			}()
-			select {
-			case err := <-done:
 				if err != nil {
-					t.Fatalf("openState: %v", err)
+					t.Errorf("openState: %v", err)
 				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("blocked for 10s on the planted state file")
-			}
-			if b, _ := os.ReadFile(outside); string(b) != precious {
-				t.Errorf("the outside file now holds %q", b)
-			}
+			})
+			safeiotest.CheckOutside(t, kind, outside)
 			if !strings.Contains(log.String(), "not resuming") || !strings.Contains(log.String(), "not a regular file") {
 				t.Errorf("log %q does not say why the state was ignored", log.String())
 			}
@@ -81,21 +52,13 @@ func TestResumeStatePlanted(t *testing.T) {
 	t.Run("run", func(t *testing.T) {
 		fresh, _ := runFake(t, sp, "")
 		state := t.TempDir()
-		outside := filepath.Join(t.TempDir(), "outside")
-		if err := os.WriteFile(outside, []byte(precious), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(outside, filepath.Join(state, stateFile)); err != nil {
-			t.Skip(err)
-		}
+		outside := safeiotest.Plant(t, safeiotest.Symlink, filepath.Join(state, stateFile))
 		out, _ := runFake(t, sp, state)
 		for name, b := range fresh {
 			if !bytes.Equal(b, out[name]) {
 				t.Errorf("%s differs from a fresh run's", name)
 			}
 		}
-		if b, _ := os.ReadFile(outside); string(b) != precious {
-			t.Errorf("the outside file now holds %q", b)
-		}
+		safeiotest.CheckOutside(t, safeiotest.Symlink, outside)
 	})
 }

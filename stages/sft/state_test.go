@@ -3,15 +3,12 @@ package sft
 import (
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"dragonx/internal/safeio"
+	"dragonx/internal/safeio/safeiotest"
 )
 
 // TestCheckpointPlanted is the attack of issue 29 (item 5) on sft's and
@@ -20,55 +17,28 @@ import (
 // blocking: the trainer logs it and starts from step 0), and the next
 // checkpoint replaces it (safeio.WriteAtomic) without writing through it.
 func TestCheckpointPlanted(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("unix file kinds")
-	}
-	const precious = "precious\n"
-	for _, kind := range []string{"symlink", "fifo"} {
+	for _, kind := range []string{safeiotest.Symlink, safeiotest.FIFO} {
 		t.Run(kind, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "trainer.ckpt")
-			outside := filepath.Join(t.TempDir(), "outside")
-			if err := os.WriteFile(outside, []byte(precious), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var err error
-			if kind == "symlink" {
-				err = os.Symlink(outside, path)
-			} else {
-				err = syscall.Mkfifo(path, 0o644)
-			}
-			if err != nil {
-				t.Skip(err)
-			}
-			done := make(chan error, 1)
-			go func() {
+			outside := safeiotest.Plant(t, kind, path)
+			safeiotest.NoHang(t, func() {
 				f, err := OpenCheckpoint(path)
 				if err == nil {
 					f.Close()
-					done <- errors.New("opened")
+					t.Errorf("%s: opened", kind)
 					return
 				}
 				if !errors.Is(err, safeio.ErrNotRegular) || !strings.Contains(err.Error(), path) {
-					done <- err
-					return
+					t.Errorf("OpenCheckpoint: err = %v, want a not-regular error naming the path", err)
 				}
 				if _, err := ReadStateFile(path); !errors.Is(err, safeio.ErrNotRegular) {
-					done <- err
-					return
+					t.Errorf("ReadStateFile: err = %v, want a not-regular error", err)
 				}
-				done <- safeio.WriteAtomic(path, func(w io.Writer) error { _, err := io.WriteString(w, "checkpoint\n"); return err })
-			}()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
+				if err := safeio.WriteAtomic(path, func(w io.Writer) error { _, err := io.WriteString(w, "checkpoint\n"); return err }); err != nil {
+					t.Error(err)
 				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("blocked for 10s on the planted checkpoint")
-			}
-			if b, _ := os.ReadFile(outside); string(b) != precious {
-				t.Errorf("the outside file now holds %q", b)
-			}
+			})
+			safeiotest.CheckOutside(t, kind, outside)
 			f, err := OpenCheckpoint(path)
 			if err != nil {
 				t.Fatal(err)

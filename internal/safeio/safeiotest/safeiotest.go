@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -48,7 +47,7 @@ func Plant(t testing.TB, kind, path string) (outside string) {
 		outside = filepath.Join(filepath.Dir(outside), "not-yet")
 		err = os.Symlink(outside, path)
 	case FIFO:
-		err = syscall.Mkfifo(path, 0o644)
+		err = mkfifo(path)
 	case HardLink:
 		err = os.Link(outside, path)
 	case Dir:

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dragonx/internal/redact"
+	"dragonx/internal/safeio"
 )
 
 // The process lock keeps two dragonx processes from using one cache
@@ -102,7 +103,10 @@ type lockOptions struct {
 // once, and again whenever the holder changes.
 func acquireLock(ctx context.Context, dir string, o lockOptions) (*dirLock, error) {
 	path := filepath.Join(dir, lockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+	// Through safeio: the holder's record is written into the lock file,
+	// so a link (or a hard link) planted at its path must not take that
+	// write outside the cache, and a named pipe must not hang the open.
+	f, err := safeio.OpenState(path, 0, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("cache: opening lock file: %w", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"dragonx/cache"
+	"dragonx/internal/safeio"
+	"dragonx/internal/safeio/safeiotest"
 )
 
 // Two Opens in one process use two open file descriptions, so the flock
@@ -130,5 +132,30 @@ func TestLockHolderRedacts(t *testing.T) {
 	got := h.String()
 	if strings.Contains(got, "s3cr3t") || !strings.Contains(got, "https://REDACTED@h/x") {
 		t.Errorf("LockHolder.String() = %q, want the URLs redacted", got)
+	}
+}
+
+// TestLockFilePlanted is the attack of issue 29 (item 5) on the cache's
+// lock file, into which the holder's record is written: a link to a file
+// outside, or a named pipe, planted at it is refused with an error that
+// names it, never written through or waited on.
+func TestLockFilePlanted(t *testing.T) {
+	for _, kind := range []string{safeiotest.Symlink, safeiotest.DanglingSymlink, safeiotest.FIFO, safeiotest.HardLink} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			outside := safeiotest.Plant(t, kind, filepath.Join(dir, "lock"))
+			safeiotest.NoHang(t, func() {
+				s, err := cache.Open(t.Context(), dir, cache.Options{LockTimeout: -1})
+				if err == nil {
+					s.Close()
+					t.Errorf("%s: the cache opened", kind)
+					return
+				}
+				if !errors.Is(err, safeio.ErrNotRegular) || !strings.Contains(err.Error(), "lock") {
+					t.Errorf("%s: err = %v, want a not-regular lock file", kind, err)
+				}
+			})
+			safeiotest.CheckOutside(t, kind, outside)
+		})
 	}
 }

@@ -33,7 +33,14 @@ func writeREADME(dir string) {
 		return
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(cacheREADME), 0o666); err != nil {
+	_ = os.Remove(tmp) // never write through a link left there
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		return
+	}
+	_, err = f.WriteString(cacheREADME)
+	if cerr := f.Close(); err != nil || cerr != nil {
+		os.Remove(tmp)
 		return
 	}
 	if os.Rename(tmp, path) != nil {

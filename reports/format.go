@@ -3,6 +3,8 @@ package reports
 import (
 	"strings"
 	"time"
+
+	"dragonx/internal/termtext"
 )
 
 // shortID returns the first 12 hex digits of a key or digest, without a
@@ -88,10 +90,12 @@ func paragraphs(text string) []string {
 	return out
 }
 
-// logTail is a cell's log tail for display, without trailing blank lines.
+// logTail is a cell's log tail for display, without trailing blank lines
+// and without control sequences (termtext: a log is a stage's output, and
+// report.md is read on terminals too).
 func logTail(s string) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
-	return strings.TrimRight(s, "\n \t")
+	return strings.TrimRight(termtext.Clean(s), "\n \t")
 }
 
 // cellMeta is the line under a cell's heading: its key (already formatted)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dragonx/cache"
+	"dragonx/internal/safeio"
 )
 
 // outStateFile, inside OutDir, records which bytes dragonx last copied to
@@ -36,7 +37,9 @@ type outFile struct {
 
 func loadOutState(dir string) *outState {
 	s := &outState{dir: dir, Files: map[string]outFile{}}
-	b, err := os.ReadFile(filepath.Join(dir, outStateFile))
+	// Through safeio: a link, a pipe or a huge file planted there is
+	// refused (and, like a damaged state file, only costs a re-copy).
+	b, err := safeio.ReadFile(filepath.Join(dir, outStateFile), safeio.MaxSource, safeio.Options{NoFollow: true})
 	if err == nil {
 		// A damaged state file only costs a re-copy.
 		_ = json.Unmarshal(b, s)

@@ -14,6 +14,7 @@ import (
 	"dragonx/cache/remote"
 	"dragonx/internal/humanize"
 	"dragonx/internal/progress"
+	"dragonx/internal/termtext"
 	"dragonx/stages"
 )
 
@@ -260,7 +261,7 @@ func cachePull(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args 
 			missing++
 			fmt.Fprintf(e.stdout, "  %-8s %s: an upstream stage is in neither cache (it would run after it)\n", "missing", name)
 		default:
-			fmt.Fprintf(e.stdout, "  %-8s %s: %v\n", r.Status, name, r.Err)
+			fmt.Fprintf(e.stdout, "  %-8s %s: %s\n", r.Status, name, termtext.Clean(errText(r.Err)))
 		}
 	}
 	s := client.Stats()

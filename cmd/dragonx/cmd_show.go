@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
 
 	"dragonx/cache"
 	"dragonx/internal/humanize"
+	"dragonx/internal/termtext"
 	"dragonx/stages"
 )
 
@@ -18,8 +20,9 @@ var cmdShow = &command{
 	short: "replay a stage's stored log and show its outputs, even when it was cached",
 	long: `Show prints what the cache holds for STAGE (gen, stage.gen, rl["log"]): its key,
 when it ran, how long it took, its outputs with their digests and sizes, and then
-its stored log, exactly as the stage wrote it. If the stage's last run failed,
-show prints that run's error and log.
+its stored log as the stage wrote it, less the control sequences a terminal would
+act on (colours, window titles, clear screen, carriage returns). If the stage's
+last run failed, show prints that run's error and log.
 
 With FILE.hcl, show describes the stage as the experiment is configured now (and
 says if the cached result is out of date); without it, the stage's last run in
@@ -93,9 +96,9 @@ func runShow(ctx context.Context, e *env, args []string) error {
 	}
 	if info.Failure != nil {
 		if !logOnly {
-			fmt.Fprintf(e.stdout, "stage   %s\nstatus  failed at %s\nerror   %s\n\n", addr, info.Failure.Time.Local().Format(time.DateTime), info.Failure.Error)
+			fmt.Fprintf(e.stdout, "stage   %s\nstatus  failed at %s\nerror   %s\n\n", addr, info.Failure.Time.Local().Format(time.DateTime), termtext.Clean(info.Failure.Error))
 		}
-		return eng.CopyBlob(ctx, info.Failure.Log, e.stdout)
+		return copyLog(ctx, eng, info.Failure.Log, e.stdout)
 	}
 	if m == nil {
 		return fmt.Errorf("the cache %s holds no run of %s", cacheDir, addr)
@@ -122,5 +125,16 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintln(e.stdout, "--- log ---")
 	}
-	return eng.CopyBlob(ctx, m.Log, e.stdout)
+	return copyLog(ctx, eng, m.Log, e.stdout)
+}
+
+// copyLog writes a stored log (local, or pulled from a remote) to w
+// without its control sequences (termtext): a log is the stage's output,
+// not text dragonx wrote, and must not rewrite the terminal.
+func copyLog(ctx context.Context, eng *stages.Engine, log cache.Digest, w io.Writer) error {
+	tw := termtext.NewWriter(w)
+	if err := eng.CopyBlob(ctx, log, tw); err != nil {
+		return err
+	}
+	return tw.Flush()
 }

@@ -11,6 +11,7 @@ import (
 
 	"dragonx/internal/progress"
 	"dragonx/internal/redact"
+	"dragonx/internal/termtext"
 	"dragonx/stages"
 )
 
@@ -120,7 +121,7 @@ func (u *textUI) Finished(res *stages.Result, log []byte) {
 			line += " (pulled from the remote cache)"
 		}
 	case stages.StatusFailed:
-		line += ": " + errText(res.Err)
+		line += ": " + termtext.Clean(errText(res.Err))
 	case stages.StatusSkipped:
 		if len(res.Reasons) > 0 {
 			line += ": " + res.Reasons[0]
@@ -135,7 +136,7 @@ func (u *textUI) Finished(res *stages.Result, log []byte) {
 		}
 	}
 	if res.Status == stages.StatusFailed && len(log) > 0 && !u.verbose {
-		lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
+		lines := strings.Split(strings.TrimRight(termtext.Clean(string(log)), "\n"), "\n")
 		if len(lines) > logTail {
 			fmt.Fprintf(u.w, "    ... (%d earlier lines; `dragonx show %s` prints the whole log)\n", len(lines)-logTail, res.Addr.Short())
 			lines = lines[len(lines)-logTail:]
@@ -271,7 +272,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 			break
 		}
 		p.u.clearStatus()
-		fmt.Fprintf(p.u.w, "%s%s\n", p.prefix, p.buf.Next(i + 1)[:i])
+		fmt.Fprintf(p.u.w, "%s%s\n", p.prefix, termtext.Clean(string(p.buf.Next(i + 1)[:i])))
 		p.u.drawStatus(true)
 	}
 	return len(b), nil

@@ -2,7 +2,10 @@
 
 package safeio
 
-import "os"
+import (
+	"io/fs"
+	"os"
+)
 
 const openFlags = 0
 
@@ -10,4 +13,8 @@ const noFollowFlag = 0
 
 func isLoopErr(error) bool { return false }
 
+func isDirErr(error) bool { return false }
+
 func clearNonblock(*os.File) error { return nil }
+
+func links(fs.FileInfo) uint64 { return 1 }

@@ -2,8 +2,10 @@ package corpus
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -12,6 +14,7 @@ import (
 	"sync"
 
 	"dragonx/internal/progress"
+	"dragonx/internal/safeio"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/workload"
 )
@@ -326,31 +329,37 @@ func Write(w io.Writer, recs []Record) error {
 	return nil
 }
 
+// maxLine bounds one line of a corpus file (a record is a workload spec of
+// a few hundred bytes).
+const maxLine = 16 << 20
+
 // Read reads records written by Write. Every spec is parsed strictly, and
-// a line that is not a record is an error naming the line.
+// a line that is not a record (or is longer than 16 MiB) is an error naming
+// the line.
 func Read(r io.Reader) ([]Record, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	br := bufio.NewReaderSize(r, 64<<10)
 	var out []Record
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
-			continue
+	for line := 1; ; line++ {
+		b, rerr := safeio.ReadLine(br, maxLine)
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			return nil, fmt.Errorf("corpus: line %d: %w", line, rerr)
 		}
-		var rec Record
-		if err := json.Unmarshal([]byte(text), &rec); err != nil {
-			return nil, fmt.Errorf("corpus: line %d: %w", line, err)
+		if text := bytes.TrimSpace(b); len(text) > 0 {
+			var rec Record
+			if err := json.Unmarshal(text, &rec); err != nil {
+				return nil, fmt.Errorf("corpus: line %d: %w", line, err)
+			}
+			if rec.Spec == nil {
+				return nil, fmt.Errorf("corpus: line %d: no spec", line)
+			}
+			if rec.Split != Train && rec.Split != Test {
+				return nil, fmt.Errorf("corpus: line %d: split %q: want %q or %q", line, rec.Split, Train, Test)
+			}
+			out = append(out, rec)
 		}
-		if rec.Spec == nil {
-			return nil, fmt.Errorf("corpus: line %d: no spec", line)
+		if rerr != nil {
+			break
 		}
-		if rec.Split != Train && rec.Split != Test {
-			return nil, fmt.Errorf("corpus: line %d: split %q: want %q or %q", line, rec.Split, Train, Test)
-		}
-		out = append(out, rec)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("corpus: reading records: %w", err)
 	}
 	return out, nil
 }

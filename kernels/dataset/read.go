@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"dragonx/internal/safeio"
 )
 
 // MaxLineBytes bounds one line of the files Write writes (a kernel text
@@ -51,7 +53,7 @@ func Read[T any, P checker[T]](r io.Reader) ([]Entry[T], error) {
 func Scan[T any, P checker[T]](r io.Reader, fn func(Entry[T]) error) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	for n := 1; ; n++ {
-		line, err := readLine(br)
+		line, err := safeio.ReadLine(br, MaxLineBytes)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("dataset: line %d: %w", n, err)
 		}
@@ -69,27 +71,6 @@ func Scan[T any, P checker[T]](r io.Reader, fn func(Entry[T]) error) error {
 		}
 		if errors.Is(err, io.EOF) {
 			return nil
-		}
-	}
-}
-
-// readLine returns the next line without its newline, io.EOF with the last
-// one, and an error for a line over MaxLineBytes.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > MaxLineBytes {
-			return nil, fmt.Errorf("line longer than %d bytes", MaxLineBytes)
-		}
-		line = append(line, chunk...)
-		switch {
-		case err == nil:
-			return line[:len(line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		default:
-			return line, err
 		}
 	}
 }

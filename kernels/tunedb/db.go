@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 
+	"dragonx/internal/safeio"
 	"dragonx/kernels/workload"
 )
 
@@ -91,8 +92,10 @@ func newDB(dir string, opts Options) *DB {
 	return &DB{dir: dir, opts: opts, byHash: map[string]int{}, records: map[string][]*Record{}}
 }
 
+// openAppend opens a database file to append to: a regular file of its
+// own, never a link, a pipe or a second name of another file (safeio).
 func openAppend(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := safeio.OpenState(path, os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("tunedb: %w", err)
 	}
@@ -140,12 +143,18 @@ func lineReason(err error, complete bool) string {
 	return err.Error()
 }
 
+// MaxLineBytes bounds one line of a database file (a tuning record is a
+// trace of a few KB). A longer line is an error naming the file and line,
+// found after reading MaxLineBytes of it, not the whole line.
+const MaxLineBytes = 16 << 20
+
 // eachLine calls fn for every line of the file at path (f, when not nil, is
 // the same file opened for appending). complete says whether the line ended
 // with a newline. With repair, an incomplete last line that does not parse is
-// cut off the file, and one that parses gets its newline.
+// cut off the file, and one that parses gets its newline. The file must be
+// a regular file, not a link (safeio).
 func eachLine(path string, f *os.File, repair bool, fn func(n int, line []byte, complete bool)) error {
-	rf, err := os.Open(path)
+	rf, _, err := safeio.Open(path, safeio.Options{NoFollow: true})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -156,31 +165,27 @@ func eachLine(path string, f *os.File, repair bool, fn func(n int, line []byte, 
 	br := bufio.NewReaderSize(rf, 1<<16)
 	var off int64
 	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			complete := line[len(line)-1] == '\n'
-			body := bytes.TrimRight(line, "\r\n")
-			if complete && len(bytes.TrimSpace(body)) == 0 {
-				off += int64(len(line))
-				continue
-			}
-			if complete {
-				fn(n, body, true)
-			} else {
-				// Decide what to do with the tail: it is an interrupted write
-				// unless it parses.
-				if err := handleTail(path, f, repair, off, body, n, fn); err != nil {
-					return err
-				}
-			}
-			off += int64(len(line))
+		line, err := safeio.ReadLine(br, MaxLineBytes)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("tunedb: %s:%d: %w", path, n, err)
 		}
-		if err == io.EOF {
+		complete := err == nil
+		body := bytes.TrimRight(line, "\r")
+		switch {
+		case complete && len(bytes.TrimSpace(body)) == 0:
+		case complete:
+			fn(n, body, true)
+		case len(line) > 0:
+			// Decide what to do with the tail: it is an interrupted write
+			// unless it parses.
+			if err := handleTail(path, f, repair, off, body, n, fn); err != nil {
+				return err
+			}
+		}
+		if !complete {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("tunedb: reading %s: %w", path, err)
-		}
+		off += int64(len(line)) + 1
 	}
 }
 

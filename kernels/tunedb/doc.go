@@ -48,6 +48,14 @@
 // (one without its newline) off the file, so that the next append starts a
 // fresh line; Load reads without changing anything.
 //
+// Two things are fatal, with an error naming the file (and line): a line
+// longer than MaxLineBytes (16 MiB; found after reading that much of it,
+// not the whole line), and a database file that is not a regular file of
+// its own. The files are opened through internal/safeio: a symbolic link
+// is not followed, a named pipe is refused without waiting for a writer,
+// and Open refuses a file with a second hard link, so that appends never
+// land outside the directory.
+//
 // # Concurrency
 //
 // A DB is safe for concurrent use by the goroutines of one process. Several

@@ -20,7 +20,9 @@
 // ##0; an integer above MaxNumber such as 4096 is 409 ##6; an unknown
 // string "ab" is " ##a ##b ##". Every printable ASCII byte is a token and
 // a continuation token, so that only other bytes fail, with their
-// position.
+// position. A word never starts with a continuation token, even when the
+// word is one ("##0" is # ### ##0), so that every text Encode accepts
+// decodes back to itself.
 //
 // Decoding joins the tokens: a continuation token is glued to the one
 // before, a word is separated from the previous one by one space except
@@ -130,6 +132,9 @@ func (v *Vocab) ID(token string) (int, bool) {
 // Tokens returns the tokens in id order.
 func (v *Vocab) Tokens() []string { return append([]string(nil), v.tokens...) }
 
+// isContinuation reports whether token t is a continuation token.
+func isContinuation(t string) bool { return strings.HasPrefix(t, "##") }
+
 func isOpen(c byte) bool  { return c == '[' || c == '(' || c == '{' }
 func isClose(c byte) bool { return c == ']' || c == ')' || c == '}' }
 
@@ -198,7 +203,10 @@ func (v *Vocab) AppendEncode(ids []int, text string) ([]int, error) {
 
 // word appends the tokens of one word that starts at byte at.
 func (v *Vocab) word(ids []int, w string, at int) ([]int, error) {
-	if id, ok := v.ids[w]; ok {
+	// A token that starts with "##" is a continuation (Decode glues it to
+	// the token before): never the first token of a word, or "##0" would
+	// come back glued to the previous word.
+	if id, ok := v.ids[w]; ok && !isContinuation(w) {
 		return append(ids, id), nil
 	}
 	// The longest word-initial token, then the longest continuations.
@@ -211,7 +219,7 @@ func (v *Vocab) word(ids []int, w string, at int) ([]int, error) {
 		}
 		for n := min(len(w)-pos, limit); n > 0 && !found; n-- {
 			if pos == 0 {
-				if id, ok := v.ids[w[:n]]; ok && !strings.HasPrefix(w, "##") {
+				if id, ok := v.ids[w[:n]]; ok && !isContinuation(w[:n]) {
 					ids, pos, found = append(ids, id), n, true
 				}
 				continue
@@ -242,7 +250,7 @@ func (v *Vocab) Decode(ids []int) (string, error) {
 			b.WriteByte('\n')
 			lineStart, prevOpen = true, false
 			continue
-		case strings.HasPrefix(t, "##"):
+		case isContinuation(t):
 			if lineStart {
 				return "", fmt.Errorf("vocab: id %d (position %d) is a continuation (%s) at the start of a line", id, k, t)
 			}

@@ -45,6 +45,11 @@ func TestWordPieces(t *testing.T) {
 		{"store $2 v0 4096 -1 -7\n", "store $2 v0 409 ##6 -1 - ##7 \n"},
 		{"Annotate b0 \"ab c\"\n", "Annotate b0 \" ##a ##b ##  ##c ##\" \n"},
 		{"[]\n", "[ ] \n"},
+		// A word never starts with a continuation token (issue 29): a
+		// word that is one, or begins like one, starts with "#".
+		{"##0", "# ### ##0"},
+		{"Split l0 ##4 | 1 0", "Split l0 # ### ##4 | 1 0"},
+		{"(##)", "( # ### )"},
 	} {
 		ids, err := v.Encode(c.text)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"dragonx/dragon"
 	"dragonx/internal/progress"
+	"dragonx/internal/safeio"
 	"dragonx/kernels/cudabench"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/judge"
@@ -229,7 +230,7 @@ func writeOutputs(dir string, sp Spec, source string, entries []entry, all []*At
 		name string
 		b    []byte
 	}{{AttemptsFile, atts}, {PerTaskFile, per}, {SummaryFile, append(sb, '\n')}} {
-		if err := sft.WriteAtomic(filepath.Join(dir, f.name), func(w io.Writer) error { _, err := w.Write(f.b); return err }); err != nil {
+		if err := safeio.WriteAtomic(filepath.Join(dir, f.name), func(w io.Writer) error { _, err := w.Write(f.b); return err }); err != nil {
 			return err
 		}
 	}

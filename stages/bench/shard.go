@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"dragonx/internal/progress"
+	"dragonx/internal/safeio"
 	"dragonx/kernels/verdict"
 	"dragonx/stages/job"
-	"dragonx/stages/sft"
 )
 
 // A stage with shards > 1 runs one job per shard at once (in dragonx-torch
@@ -63,7 +63,7 @@ func writeShard(dir string, i, n int, source string, phases []verdict.Phase, st 
 	if err != nil {
 		return fmt.Errorf("shard %d of %d: %w", i, n, err)
 	}
-	return sft.WriteAtomic(filepath.Join(dir, shardName(i, n)+".jsonl"), func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err })
+	return safeio.WriteAtomic(filepath.Join(dir, shardName(i, n)+".jsonl"), func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err })
 }
 
 // readShards reads the n shard files in dir into one set of groups, with

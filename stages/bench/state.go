@@ -13,12 +13,24 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"dragonx/internal/safeio"
 )
 
 // stateFile is the resume state in the job's state directory: a header
 // naming the parameters, then one line per finished (policy, task) group
 // with its attempts. An interrupted run resumes after its last whole line.
+//
+// The file is read and written through safeio: anything at its path but a
+// regular file of its own (a symbolic link, a named pipe, a second hard
+// link to another file, a directory) is never followed, waited on or
+// written through; the state is ignored, the thing removed (a link is
+// removed, not its target) and the state rebuilt, as for a state of other
+// parameters, with a line in the log.
 const stateFile = "groups.jsonl"
+
+// maxState bounds the state file (a full bench's groups are tens of MB).
+const maxState = 1 << 30
 
 // stateHeader is the state file's first line.
 type stateHeader struct {
@@ -70,15 +82,22 @@ func openState(dir string, sp Spec, logf func(string, ...any)) (*state, error) {
 	}
 	path := filepath.Join(dir, stateFile)
 	id := stateID(sp)
-	good, err := readState(path, id, st.groups)
+	f, err := safeio.OpenState(path, 0, 0o644)
+	if errors.Is(err, safeio.ErrNotRegular) {
+		logf("not resuming: %v; removing it", err)
+		if err := os.RemoveAll(path); err != nil {
+			return nil, fmt.Errorf("the resume state: %w", err)
+		}
+		f, err = safeio.OpenState(path, 0, 0o644)
+	}
 	if err != nil {
-		logf("not resuming: %v", err)
+		return nil, fmt.Errorf("the resume state: %w", err)
+	}
+	good, err := readState(f, id, st.groups)
+	if err != nil {
+		logf("not resuming: %s: %v", path, err)
 		st.groups = map[string][]*Attempt{}
 		good = 0
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
 	}
 	// Drop a torn last line (and a stale file).
 	if err := f.Truncate(good); err != nil {
@@ -102,15 +121,16 @@ func openState(dir string, sp Spec, logf func(string, ...any)) (*state, error) {
 	return st, nil
 }
 
-// readState reads the state file into groups and returns the length of its
-// whole, valid lines; an error when the file is another run's.
-func readState(path, id string, groups map[string][]*Attempt) (int64, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
+// readState reads the state file f into groups and returns the length of
+// its whole, valid lines; an error when the file is another run's or
+// larger than maxState.
+func readState(f *os.File, id string, groups map[string][]*Attempt) (int64, error) {
+	b, err := io.ReadAll(io.LimitReader(f, maxState+1))
 	if err != nil {
 		return 0, err
+	}
+	if len(b) > maxState {
+		return 0, fmt.Errorf("the state file is larger than %s", safeio.FormatSize(maxState))
 	}
 	var good int64
 	r := bufio.NewReader(bytes.NewReader(b))

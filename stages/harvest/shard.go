@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"dragonx/internal/progress"
+	"dragonx/internal/safeio"
 	"dragonx/kernels/cudabench"
 	"dragonx/kernels/gpumodel"
 	"dragonx/kernels/latency"
@@ -233,7 +235,7 @@ func WorkloadSeed(seed int64, specHash string) int64 {
 // ShardDone reports whether dir holds the finished result of job: a valid
 // marker for this very job and its database.
 func ShardDone(dir string, job *ShardJob) (*ShardSummary, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, ShardMarker))
+	b, err := readMarker(filepath.Join(dir, ShardMarker))
 	if err != nil {
 		return nil, false
 	}
@@ -340,7 +342,7 @@ func runShard(ctx context.Context, job *ShardJob, dir string, onWorkload func(Wo
 // attempt, or tunes it there (after clearing what an unfinished attempt
 // left).
 func tuneOnce(ctx context.Context, p Params, pd string, s *workload.Spec, wdir string) (*WorkloadSummary, bool, error) {
-	if b, err := os.ReadFile(filepath.Join(wdir, workloadMarker)); err == nil {
+	if b, err := readMarker(filepath.Join(wdir, workloadMarker)); err == nil {
 		var m workloadMarkerFile
 		if json.Unmarshal(b, &m) == nil && m.Params == pd && m.Summary.Hash == s.Hash() {
 			return &m.Summary, true, nil
@@ -483,32 +485,25 @@ func tune(ctx context.Context, p Params, s *workload.Spec, wdir string) (*Worklo
 	return w, nil
 }
 
-// writeAtomic writes v as JSON to path through a temporary file renamed
-// over it, synced first, so that a reader sees the whole file or none.
+// writeAtomic writes v as JSON to path with safeio.WriteAtomic: a reader
+// sees the whole file or none, and whatever was at path (a planted link) is
+// replaced, not written through.
 func writeAtomic(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", " ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return werr
-	}
-	return nil
+	return safeio.WriteAtomic(path, func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err })
+}
+
+// maxMarker bounds a marker file of the state directory (a summary of a
+// shard or a workload: kilobytes).
+const maxMarker = 16 << 20
+
+// readMarker reads a marker file of the state directory through safeio (a
+// regular file, no link, no pipe, capped).
+func readMarker(path string) ([]byte, error) {
+	return safeio.ReadFile(path, maxMarker, safeio.Options{NoFollow: true})
 }
 
 // SearchStats are the search figures of a harvest, in stats.json. They are

@@ -19,6 +19,7 @@ import (
 	"dragonx/dragon"
 	"dragonx/dragon/grpo"
 	"dragonx/internal/progress"
+	"dragonx/internal/safeio"
 	"dragonx/kernels/numeric"
 	"dragonx/stages/job"
 	"dragonx/stages/sft"
@@ -210,13 +211,13 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 		if j.StateDir == "" {
 			return nil
 		}
-		if err := sft.WriteAtomic(filepath.Join(j.StateDir, stateCurve), func(w io.Writer) error { return writeCurve(w, rows) }); err != nil {
+		if err := safeio.WriteAtomic(filepath.Join(j.StateDir, stateCurve), func(w io.Writer) error { return writeCurve(w, rows) }); err != nil {
 			return err
 		}
-		if err := sft.WriteAtomic(filepath.Join(j.StateDir, stateSamples), func(w io.Writer) error { return writeSamples(w, logs) }); err != nil {
+		if err := safeio.WriteAtomic(filepath.Join(j.StateDir, stateSamples), func(w io.Writer) error { return writeSamples(w, logs) }); err != nil {
 			return err
 		}
-		return sft.WriteAtomic(filepath.Join(j.StateDir, stateCheckpoint), tr.WriteCheckpoint)
+		return safeio.WriteAtomic(filepath.Join(j.StateDir, stateCheckpoint), tr.WriteCheckpoint)
 	}
 
 	firstStep := tr.Steps()
@@ -259,13 +260,13 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	}
 	logf("trained %d steps (%d this run) in %.1f s of steps", tr.Steps(), tr.Steps()-firstStep, stepTime.Seconds())
 
-	if err := sft.WriteAtomic(filepath.Join(j.Dir, "model.ckpt"), tr.Policy().WriteCheckpoint); err != nil {
+	if err := safeio.WriteAtomic(filepath.Join(j.Dir, "model.ckpt"), tr.Policy().WriteCheckpoint); err != nil {
 		return err
 	}
-	if err := sft.WriteAtomic(filepath.Join(j.Dir, "curves.csv"), func(w io.Writer) error { return writeCurve(w, rows) }); err != nil {
+	if err := safeio.WriteAtomic(filepath.Join(j.Dir, "curves.csv"), func(w io.Writer) error { return writeCurve(w, rows) }); err != nil {
 		return err
 	}
-	if err := sft.WriteAtomic(filepath.Join(j.Dir, "samples.jsonl"), func(w io.Writer) error { return writeSamples(w, logs) }); err != nil {
+	if err := safeio.WriteAtomic(filepath.Join(j.Dir, "samples.jsonl"), func(w io.Writer) error { return writeSamples(w, logs) }); err != nil {
 		return err
 	}
 
@@ -318,7 +319,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 			m.Correct = append(m.Correct, CorrectAttempt{Task: s.Task, Index: s.Index, Hash: s.Hash, LatencyS: *r.LatencyS, LatencySource: r.LatencySource})
 		}
 	}
-	if err := sft.WriteAtomic(filepath.Join(j.Dir, "eval_samples.jsonl"), func(w io.Writer) error {
+	if err := safeio.WriteAtomic(filepath.Join(j.Dir, "eval_samples.jsonl"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		for _, s := range samples {
@@ -330,7 +331,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	}); err != nil {
 		return err
 	}
-	return sft.WriteAtomic(filepath.Join(j.Dir, "metrics.json"), func(w io.Writer) error {
+	return safeio.WriteAtomic(filepath.Join(j.Dir, "metrics.json"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
@@ -345,7 +346,7 @@ func resume(rt *dragon.Runtime, stateDir string, sftModel *dragon.Model, ps []gr
 	if stateDir == "" {
 		return nil, nil, nil, nil
 	}
-	f, err := os.Open(filepath.Join(stateDir, stateCheckpoint))
+	f, err := sft.OpenCheckpoint(filepath.Join(stateDir, stateCheckpoint))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil, nil
 	}
@@ -434,7 +435,7 @@ func writeCurve(w io.Writer, rows [][]string) error {
 // readCurve reads a saved curve, keeping the rows of steps up to steps
 // (the curve may be ahead of the checkpoint, never behind).
 func readCurve(path string, steps int) ([][]string, error) {
-	b, err := os.ReadFile(path)
+	b, err := sft.ReadStateFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -471,13 +472,12 @@ func writeSamples(w io.Writer, logs []SampleLog) error {
 // readSamples reads a saved sample log, keeping the samples of steps up
 // to steps.
 func readSamples(path string, steps int) ([]SampleLog, error) {
-	f, err := os.Open(path)
+	b, err := sft.ReadStateFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var out []SampleLog
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
 	for n := 1; sc.Scan(); n++ {
 		var l SampleLog

@@ -1,8 +1,6 @@
 package sft
 
 import (
-	"io"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"dragonx/kernels/verdict"
@@ -32,6 +30,3 @@ func (e EvalSpec) Validate() error { return e.validate() }
 
 // LoadVocab reads a vocabulary file and checks that it is this program's.
 func LoadVocab(path string) (*vocab.Vocab, error) { return loadVocab(path) }
-
-// WriteAtomic writes a file through a temporary file renamed into place.
-func WriteAtomic(path string, write func(io.Writer) error) error { return writeAtomic(path, write) }

@@ -1,12 +1,11 @@
 package sft
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
+	"dragonx/internal/safeio"
 	"dragonx/kernels/vocab"
 )
 
@@ -29,25 +28,27 @@ func loadVocab(path string) (*vocab.Vocab, error) {
 	return def, nil
 }
 
-// writeAtomic writes a file through a temporary file renamed into place, so
-// that an interruption leaves the old file or the new one, never half of one.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	werr := write(tmp)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+// MaxCheckpoint bounds a checkpoint read back from a stage's state
+// directory (a model of the paper's size with its optimizer state is a few
+// hundred MB).
+const MaxCheckpoint = 16 << 30
+
+// maxStateFile bounds the other files of a state directory (a loss curve, a
+// sample log).
+const maxStateFile = 1 << 30
+
+// OpenCheckpoint opens a checkpoint that a stage left in its state
+// directory (trainer.ckpt) for reading, through safeio: a regular file only,
+// never a symbolic link (O_NOFOLLOW), a named pipe refused without waiting
+// for a writer, read through MaxCheckpoint. Checkpoints are written with
+// safeio.WriteAtomic, which replaces whatever is at the path. rl resumes
+// through it too.
+func OpenCheckpoint(path string) (io.ReadCloser, error) {
+	return safeio.OpenLimited(path, MaxCheckpoint, safeio.Options{NoFollow: true})
+}
+
+// ReadStateFile reads a small file of a state directory (a loss curve, a
+// sample log) as OpenCheckpoint opens a checkpoint, through a limit of 1 GiB.
+func ReadStateFile(path string) ([]byte, error) {
+	return safeio.ReadFile(path, maxStateFile, safeio.Options{NoFollow: true})
 }

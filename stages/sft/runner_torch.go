@@ -18,6 +18,7 @@ import (
 
 	"dragonx/dragon"
 	"dragonx/internal/progress"
+	"dragonx/internal/safeio"
 	"dragonx/kernels/vocab"
 	"dragonx/stages/job"
 )
@@ -110,10 +111,10 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 		if j.StateDir == "" {
 			return nil
 		}
-		if err := writeAtomic(filepath.Join(j.StateDir, stateCurve), func(w io.Writer) error { return writeCurve(w, rows) }); err != nil {
+		if err := safeio.WriteAtomic(filepath.Join(j.StateDir, stateCurve), func(w io.Writer) error { return writeCurve(w, rows) }); err != nil {
 			return err
 		}
-		return writeAtomic(filepath.Join(j.StateDir, stateCheckpoint), tr.WriteCheckpoint)
+		return safeio.WriteAtomic(filepath.Join(j.StateDir, stateCheckpoint), tr.WriteCheckpoint)
 	}
 
 	meanLen := meanTokens(train)
@@ -166,10 +167,10 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	trainSeconds := stepTime.Seconds()
 
 	// Outputs: the model (weights only) and the loss curve.
-	if err := writeAtomic(filepath.Join(j.Dir, "model.ckpt"), tr.Model().WriteCheckpoint); err != nil {
+	if err := safeio.WriteAtomic(filepath.Join(j.Dir, "model.ckpt"), tr.Model().WriteCheckpoint); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(j.Dir, "loss.csv"), func(w io.Writer) error { return writeCurve(w, rows) }); err != nil {
+	if err := safeio.WriteAtomic(filepath.Join(j.Dir, "loss.csv"), func(w io.Writer) error { return writeCurve(w, rows) }); err != nil {
 		return err
 	}
 
@@ -205,7 +206,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	m.Heldout = summarize(samples, phases)
 	m.Heldout.Constrained = sp.Eval.Constrained
 	m.Heldout.GPULimits = sp.Eval.GPULimits
-	if err := writeAtomic(filepath.Join(j.Dir, "samples.jsonl"), func(w io.Writer) error {
+	if err := safeio.WriteAtomic(filepath.Join(j.Dir, "samples.jsonl"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		for _, s := range samples {
@@ -217,7 +218,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	}); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(j.Dir, "metrics.json"), func(w io.Writer) error {
+	return safeio.WriteAtomic(filepath.Join(j.Dir, "metrics.json"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
@@ -254,7 +255,7 @@ func startTrainer(rt *dragon.Runtime, sp Spec, voc *vocab.Vocab, train, val []dr
 }
 
 func resume(rt *dragon.Runtime, sp Spec, voc *vocab.Vocab, train, val []dragon.Example, stateDir string) (*dragon.Trainer, [][]string, error) {
-	f, err := os.Open(filepath.Join(stateDir, stateCheckpoint))
+	f, err := OpenCheckpoint(filepath.Join(stateDir, stateCheckpoint))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -315,7 +316,7 @@ func writeCurve(w io.Writer, rows [][]string) error {
 // readCurve reads a saved loss curve and returns its first steps rows, which
 // must be steps 1 to steps.
 func readCurve(path string, steps int) ([][]string, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadStateFile(path)
 	if err != nil {
 		return nil, err
 	}

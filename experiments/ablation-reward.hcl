@@ -54,7 +54,9 @@ locals {
     benchmarks    = { smoke = false, small = true, paper = true } # the 52 benchmark shapes (held out)
     trials        = { smoke = 12, small = 32, paper = 1000 }    # measured candidates per workload
     cost_model    = { smoke = "random", small = "random", paper = "gbt" }
-    pairs         = { smoke = 2, small = 2, paper = 1 }         # refinement pairs per workload
+    pairs         = { smoke = 2, small = 4, paper = 1 }         # refinement pairs per workload
+    construction  = { smoke = 4, small = 8, paper = 1 }         # construction examples per workload: its fastest scripts
+    within        = { smoke = 2, small = 2, paper = 0 }         # ... at most this factor slower than its best (0: any)
     shards        = { smoke = 2, small = 2, paper = 512 }       # harvest workers (not in any key)
     layers        = { smoke = 1, small = 4, paper = 12 }
     width         = { smoke = 64, small = 192, paper = 768 }
@@ -89,9 +91,11 @@ stage "harvest" {
     cost_model = local.s.cost_model
   }
   dataset {
-    pairs             = local.s.pairs
-    test_construction = 102
-    test_refinement   = 170
+    pairs               = local.s.pairs
+    construction        = local.s.construction
+    construction_within = local.s.within
+    test_construction   = 102
+    test_refinement     = 170
   }
 }
 

@@ -155,6 +155,113 @@ func TestMuOneIdenticalReference(t *testing.T) {
 	}
 }
 
+// TestClipActsWithMu: with μ > 1 the later updates of a step see a policy
+// that has moved, and with a large learning rate some tokens' ratios leave
+// [1-ε, 1+ε], so the clip takes its branch (μ = 1 never clips: above).
+// The same holds with the log-probs over the full vocabulary under a
+// constraint (FullVocab), whose first update still sees a ratio of 1.
+func TestClipActsWithMu(t *testing.T) {
+	rt := newRuntime(t)
+	rng := rand.New(rand.NewPCG(1, 1))
+	prompts := reversalPrompts(rng, 8, 2, 4, map[string]bool{})
+	// A constraint that hides token 9 at every position.
+	constrained := slices.Clone(prompts)
+	for i := range constrained {
+		constrained[i].Constraint = func(_ int, _, _ []int, allow []bool) error {
+			allow[9] = false
+			return nil
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		prompts []Prompt
+		full    bool
+	}{{"unconstrained", prompts, false}, {"constrained, full vocabulary", constrained, true}} {
+		m := newModel(t, rt, toyConfig(), 3)
+		m.SetTraining(false)
+		cfg := testConfig()
+		cfg.Mu, cfg.Beta, cfg.FullVocab = 4, 0, tc.full
+		cfg.AdamW.LR = 3e-2
+		tr, err := NewTrainer(m, nil, cfg, tc.prompts, reversal{partial: 0.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := tr.Step(context.Background())
+		tr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s, μ=4: %+v", tc.name, st)
+		if st.Updates != 4 {
+			t.Fatalf("%s: %d updates, want 4", tc.name, st.Updates)
+		}
+		if st.ClipFrac == 0 || st.RatioDev <= cfg.Epsilon {
+			t.Errorf("%s: clip fraction %g, max |ratio-1| %g: the clip never acted", tc.name, st.ClipFrac, st.RatioDev)
+		}
+	}
+}
+
+// nines records, per row of a group, how many samples held token 9.
+type nines struct {
+	reversal
+	rows []int
+}
+
+func (n *nines) Reward(ctx context.Context, p Prompt, samples [][]int) ([]Reward, error) {
+	for g, s := range samples {
+		if slices.Contains(s, 9) {
+			n.rows[g]++
+		}
+	}
+	return n.reversal.Reward(ctx, p, samples)
+}
+
+// TestFreeSamples: the last FreeSamples rows of a constrained prompt's
+// group sample without its constraint (here one that hides token 9); the
+// others keep it.
+func TestFreeSamples(t *testing.T) {
+	rt := newRuntime(t)
+	rng := rand.New(rand.NewPCG(3, 3))
+	prompts := reversalPrompts(rng, 8, 3, 4, map[string]bool{})
+	for i := range prompts {
+		prompts[i].Constraint = func(_ int, _, _ []int, allow []bool) error {
+			allow[9] = false
+			return nil
+		}
+	}
+	m := newModel(t, rt, toyConfig(), 3)
+	m.SetTraining(false)
+	cfg := testConfig()
+	cfg.Beta, cfg.FullVocab, cfg.FreeSamples, cfg.PromptsPerStep = 0, true, 2, 8
+	rw := &nines{reversal: reversal{partial: 0.5}, rows: make([]int, cfg.Group)}
+	tr, err := NewTrainer(m, nil, cfg, prompts, rw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for range 3 {
+		if _, err := tr.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	free := 0
+	for g, n := range rw.rows {
+		if g < cfg.Group-cfg.FreeSamples && n > 0 {
+			t.Errorf("row %d sampled under the constraint holds token 9 in %d samples", g, n)
+		}
+		if g >= cfg.Group-cfg.FreeSamples {
+			free += n
+		}
+	}
+	if free == 0 {
+		t.Errorf("no free sample holds token 9 (rows %v): the constraint was applied to them", rw.rows)
+	}
+	cfg.FreeSamples = cfg.Group
+	if _, err := NewTrainer(m, nil, cfg, prompts, rw); err == nil {
+		t.Error("free_samples = group accepted")
+	}
+}
+
 func statsCurve(t *testing.T, tr *Trainer, n int) []StepStats {
 	t.Helper()
 	var out []StepStats

@@ -119,6 +119,21 @@ func testConfig() Config {
 	return c
 }
 
+// oneStep makes one GRPO step of m with a fresh trainer.
+func oneStep(t *testing.T, m, ref *dragon.Model, cfg Config, prompts []Prompt, rw Rewarder) StepStats {
+	t.Helper()
+	tr, err := NewTrainer(m, ref, cfg, prompts, rw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	st, err := tr.Step(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // TestMuOneIdenticalReference: with μ = 1 and the reference a frozen clone
 // of the policy, the first update sees a ratio of exactly 1 and a KL of
 // exactly 0; after that update the policy has moved (a second update of
@@ -133,15 +148,7 @@ func TestMuOneIdenticalReference(t *testing.T) {
 		ref := frozenClone(t, m)
 		cfg := testConfig()
 		cfg.Mu, cfg.Batch = mu, 5 // several scoring passes
-		tr, err := NewTrainer(m, ref, cfg, prompts, reversal{partial: 0.5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := tr.Step(context.Background())
-		tr.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := oneStep(t, m, ref, cfg, prompts, reversal{partial: 0.5})
 		t.Logf("μ=%d: %+v", mu, st)
 		if st.Updates != mu || st.SkippedGroups == cfg.PromptsPerStep {
 			t.Fatalf("μ=%d: %d updates, %d groups skipped: the test needs updates", mu, st.Updates, st.SkippedGroups)
@@ -182,15 +189,7 @@ func TestClipActsWithMu(t *testing.T) {
 		cfg := testConfig()
 		cfg.Mu, cfg.Beta, cfg.FullVocab = 4, 0, tc.full
 		cfg.AdamW.LR = 3e-2
-		tr, err := NewTrainer(m, nil, cfg, tc.prompts, reversal{partial: 0.5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := tr.Step(context.Background())
-		tr.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := oneStep(t, m, nil, cfg, tc.prompts, reversal{partial: 0.5})
 		t.Logf("%s, μ=4: %+v", tc.name, st)
 		if st.Updates != 4 {
 			t.Fatalf("%s: %d updates, want 4", tc.name, st.Updates)
@@ -501,15 +500,7 @@ func TestConstraintMasksScoring(t *testing.T) {
 			return nil
 		}
 	}
-	tr, err := NewTrainer(m, frozenClone(t, m), cfg, prompts, byPosition{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	st, err := tr.Step(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneStep(t, m, frozenClone(t, m), cfg, prompts, byPosition{})
 	if maxRow < 0 || maxRow >= cfg.Group {
 		t.Errorf("the constraint saw row %d; want the index in the group, 0..%d", maxRow, cfg.Group-1)
 	}

@@ -45,6 +45,9 @@ type Config struct {
 	// over the tokens the constraint allowed: the updates then also move
 	// probability away from the tokens the constraint hides, so the policy
 	// can learn what the constraint enforces (sampling stays constrained).
+	// Use it with FreeSamples: alone, the negative advantages of
+	// constrained samples push probability into the hidden tokens
+	// (docs/pipeline.md, ## rl, measured on a toy task).
 	FullVocab bool `json:"full_vocab,omitempty"`
 	// FreeSamples of each group of a constrained prompt are sampled
 	// without its constraint (the group's last rows): scored with

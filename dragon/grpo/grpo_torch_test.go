@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -506,5 +507,93 @@ func TestConstraintMasksScoring(t *testing.T) {
 	}
 	if st.Updates != 1 || st.GradNorm != 0 || st.KL != 0 || st.FailedSamples != 0 {
 		t.Errorf("forced samples: %+v; want one update with a zero gradient and KL", st)
+	}
+}
+
+// hiddenShare is how the policy's unconstrained probability of token 9,
+// which the constraint hides and no answer holds, compares with that of
+// the wrong digits the constraint allows: the mean over the answers'
+// positions of p(9) / mean p(wrong digit). Learning the task lowers every
+// wrong token; this ratio asks whether 9 falls as they do.
+func hiddenShare(t *testing.T, m *dragon.Model, prompts []Prompt) float64 {
+	t.Helper()
+	var sum float64
+	var n int
+	for _, p := range prompts {
+		want := reversed(p.Tokens)
+		for j := range want {
+			var cs []dragon.Completion
+			for tok := range 10 {
+				cs = append(cs, dragon.Completion{Prompt: p.Tokens, Tokens: append(slices.Clone(want[:j]), tok)})
+			}
+			lp, err := m.ScoreNoGrad(context.Background(), cs, dragon.ScoreOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wrong float64
+			for tok := range 9 {
+				if tok != want[j] {
+					wrong += math.Exp(lp[tok][j])
+				}
+			}
+			wrong /= 8
+			if want[j] == tEOS {
+				wrong = wrong * 8 / 9 // every digit is wrong there
+			}
+			sum += math.Exp(lp[9][j]) / wrong
+			n++
+		}
+	}
+	return sum / float64(n)
+}
+
+// TestLearnsWhatTheMaskHides: a constraint hides token 9, which no answer
+// holds (the prompts have no 9). Trained under the constraint with the
+// log-probs renormalised over the allowed tokens, the policy gets no
+// reason to lower its unconstrained probability of 9; with the log-probs
+// over the whole vocabulary and some samples drawn without the
+// constraint (FullVocab, FreeSamples), the free samples that write a 9 are
+// the group's worst, and the policy learns to avoid it.
+func TestLearnsWhatTheMaskHides(t *testing.T) {
+	rt := newRuntime(t)
+	rng := rand.New(rand.NewPCG(5, 5))
+	var prompts []Prompt
+	for _, p := range reversalPrompts(rng, 40, 2, 4, map[string]bool{}) {
+		if !slices.Contains(p.Tokens, 9) {
+			p.Constraint = func(_ int, _, _ []int, allow []bool) error {
+				allow[9] = false
+				return nil
+			}
+			prompts = append(prompts, p)
+		}
+	}
+	// The modes: renormalised log-probs (the default), the full vocabulary
+	// alone, free samples alone, both.
+	type mode struct{ full, free bool }
+	modes := []mode{{false, false}, {true, false}, {false, true}, {true, true}}
+	share := map[mode]float64{}
+	var start float64
+	for _, md := range modes {
+		m := newModel(t, rt, toyConfig(), 11)
+		m.SetTraining(false)
+		start = hiddenShare(t, m, prompts)
+		cfg := testConfig()
+		cfg.Beta, cfg.Mu, cfg.PromptsPerStep, cfg.AdamW.LR = 0, 2, 4, 5e-3
+		cfg.FullVocab = md.full
+		if md.free {
+			cfg.FreeSamples = 3
+		}
+		tr, err := NewTrainer(m, nil, cfg, prompts, reversal{partial: 0.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		statsCurve(t, tr, 60)
+		tr.Close()
+		share[md] = hiddenShare(t, m, prompts)
+	}
+	t.Logf("unconstrained p(9) / p(wrong digit) on the answers' positions: %.3f at the start; after 60 steps %.3f masked, %.3f full vocabulary, %.3f free samples, %.3f both",
+		start, share[modes[0]], share[modes[1]], share[modes[2]], share[modes[3]])
+	if both, masked := share[modes[3]], share[modes[0]]; !(both < start/2 && both < masked/2) {
+		t.Errorf("p(9) / p(wrong digit): start %.3f, masked %.3f, full vocabulary + free samples %.3f: want the last below half of both", start, masked, both)
 	}
 }

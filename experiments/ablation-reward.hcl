@@ -52,9 +52,11 @@ locals {
     workloads     = { smoke = 24, small = 800, paper = 54116 } # corpus size, both splits
     test_fraction = { smoke = 0.3, small = 0.1, paper = 0.05 }  # share of non-benchmark workloads held out
     benchmarks    = { smoke = false, small = true, paper = true } # the 52 benchmark shapes (held out)
-    trials        = { smoke = 12, small = 32, paper = 1000 }    # measured candidates per workload
+    trials        = { smoke = 12, small = 64, paper = 1000 }    # measured candidates per workload (64: one search round)
     cost_model    = { smoke = "random", small = "random", paper = "gbt" }
-    pairs         = { smoke = 2, small = 2, paper = 1 }         # refinement pairs per workload
+    pairs         = { smoke = 2, small = 4, paper = 1 }         # refinement pairs per workload
+    construction  = { smoke = 4, small = 8, paper = 1 }         # construction examples per workload: its fastest scripts
+    within        = { smoke = 2, small = 2, paper = 0 }         # ... at most this factor slower than its best (0: any)
     shards        = { smoke = 2, small = 2, paper = 512 }       # harvest workers (not in any key)
     layers        = { smoke = 1, small = 4, paper = 12 }
     width         = { smoke = 64, small = 192, paper = 768 }
@@ -64,6 +66,7 @@ locals {
     batch         = { smoke = 4, small = 8, paper = 64 }
     lr            = { smoke = 3e-3, small = 2e-3, paper = 3e-4 }
     warmup        = { smoke = 5, small = 15, paper = 2000 }
+    validation    = { smoke = 0.05, small = 0.02, paper = 0.05 } # share of workloads whose examples give the validation loss
     eval_tasks    = { smoke = 4, small = 20, paper = 102 }      # greedy held-out samples per task kind
     max_new       = { smoke = 64, small = 512, paper = 1024 }
   }
@@ -89,9 +92,11 @@ stage "harvest" {
     cost_model = local.s.cost_model
   }
   dataset {
-    pairs             = local.s.pairs
-    test_construction = 102
-    test_refinement   = 170
+    pairs               = local.s.pairs
+    construction        = local.s.construction
+    construction_within = local.s.within
+    test_construction   = 102
+    test_refinement     = 170
   }
 }
 
@@ -110,7 +115,7 @@ stage "sft" {
   vocab      = stage.encode.out.vocab
   seed       = 1
   threads    = 2
-  validation = 0.05
+  validation = local.s.validation
   overlong   = "drop"
   model {
     layers  = local.s.layers

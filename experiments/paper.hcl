@@ -77,9 +77,11 @@ locals {
     workloads     = { smoke = 24, small = 800, paper = 54116 } # corpus size, both splits
     test_fraction = { smoke = 0.3, small = 0.1, paper = 0.05 }  # share of non-benchmark workloads held out
     benchmarks    = { smoke = false, small = true, paper = true } # the 52 benchmark shapes (held out)
-    trials        = { smoke = 12, small = 32, paper = 1000 }    # measured candidates per workload
+    trials        = { smoke = 12, small = 64, paper = 1000 }    # measured candidates per workload (64: one search round)
     cost_model    = { smoke = "random", small = "random", paper = "gbt" }
-    pairs         = { smoke = 2, small = 2, paper = 1 }         # refinement pairs per workload
+    pairs         = { smoke = 2, small = 4, paper = 1 }         # refinement pairs per workload
+    construction  = { smoke = 4, small = 8, paper = 1 }         # construction examples per workload: its fastest scripts
+    within        = { smoke = 2, small = 2, paper = 0 }         # ... at most this factor slower than its best (0: any)
     shards        = { smoke = 2, small = 2, paper = 512 }       # harvest workers (not in any key)
     layers        = { smoke = 1, small = 4, paper = 12 }
     width         = { smoke = 64, small = 192, paper = 768 }
@@ -89,11 +91,13 @@ locals {
     batch         = { smoke = 4, small = 8, paper = 64 }
     lr            = { smoke = 3e-3, small = 2e-3, paper = 3e-4 }
     warmup        = { smoke = 5, small = 15, paper = 2000 }
+    validation    = { smoke = 0.05, small = 0.02, paper = 0.05 } # share of workloads whose examples give the validation loss
     eval_tasks    = { smoke = 4, small = 20, paper = 102 }      # greedy held-out samples per task kind
     max_new       = { smoke = 64, small = 512, paper = 1024 }
     rl_steps      = { smoke = 3, small = 12, paper = 2000 }      # GRPO steps
     rl_prompts    = { smoke = 2, small = 4, paper = 16 }        # prompts per step
     rl_group      = { smoke = 3, small = 4, paper = 16 }        # samples per prompt (G)
+    rl_free       = { smoke = 1, small = 1, paper = 4 }         # of them, sampled without the grammar
     rl_max_new    = { smoke = 400, small = 512, paper = 1024 }
     rl_lr         = { smoke = 1e-4, small = 1e-4, paper = 1e-5 }
     bench_tasks   = { smoke = 2, small = 10, paper = 0 }        # held-out tasks per kind; 0 = all (102 / 170)
@@ -123,9 +127,11 @@ stage "harvest" {
     cost_model = local.s.cost_model
   }
   dataset {
-    pairs             = local.s.pairs
-    test_construction = 102
-    test_refinement   = 170
+    pairs               = local.s.pairs
+    construction        = local.s.construction
+    construction_within = local.s.within
+    test_construction   = 102
+    test_refinement     = 170
   }
 }
 
@@ -144,7 +150,7 @@ stage "sft" {
   vocab      = stage.encode.out.vocab
   seed       = 1
   threads    = 2
-  validation = 0.05
+  validation = local.s.validation
   overlong   = "drop"
   model {
     layers  = local.s.layers
@@ -189,12 +195,14 @@ stage "rl" {
     steps       = local.s.rl_steps
     prompts     = local.s.rl_prompts
     group       = local.s.rl_group
-    mu          = 1
+    mu          = 2    # two updates per batch: the second sees a moved policy, so the clip acts
     epsilon     = 0.2
     beta        = 0.04
     temperature = 1
     max_new     = local.s.rl_max_new
     lr          = local.s.rl_lr
+    full_vocab   = true # log-probs over the whole vocabulary: the policy learns what the grammar hides
+    free_samples = local.s.rl_free
   }
   reward {
     gate        = "numeric"
@@ -202,8 +210,12 @@ stage "rl" {
     incorrect   = -1
     bonus       = "log_speedup"
     bonus_scale = 1
+    max_bonus   = 3 # ln(baseline / latency) clipped to [-1, 3]
     baseline    = "prompt"
-    target      = "h100-model"
+    # Construction tasks against the unscheduled kernel, not the dataset's best
+    # (against which most correct samples were floored to a reward of 0).
+    construction_baseline = "unscheduled"
+    target                = "h100-model"
   }
   eval {
     tasks       = local.s.eval_tasks

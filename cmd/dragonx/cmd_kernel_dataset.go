@@ -14,7 +14,8 @@ database (docs/dataset.md; the database format is docs/tunedb.md).
 
   kernel dataset -db DIR [-test-split FILE] -o DIR [selection flags]
 
-Construction examples map a workload to its best verified script; refinement
+Construction examples map a workload to its best verified scripts (-construction
+of them, within -construction-within of the best); refinement
 examples map a workload and a script from the middle of its latency
 distribution (the quantile band -band-low..-band-high, 0 the fastest) to a
 strictly better one, at least -min-speedup times faster. Workloads listed in
@@ -44,6 +45,8 @@ func runKernelDataset(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&opts.SourceHigh, "band-high", opts.SourceHigh, "upper quantile of the refinement sources")
 	fs.Float64Var(&opts.MinSpeedup, "min-speedup", opts.MinSpeedup, "least source/target latency ratio of a refinement pair (> 1)")
 	fs.IntVar(&opts.PairsPerWorkload, "pairs", opts.PairsPerWorkload, "refinement pairs per workload, at most")
+	fs.IntVar(&opts.ConstructionPerWorkload, "construction", opts.ConstructionPerWorkload, "construction examples per workload, at most: its fastest distinct scripts")
+	fs.Float64Var(&opts.ConstructionWithin, "construction-within", opts.ConstructionWithin, "keep construction targets at most this `FACTOR` slower than the workload's best (0: no bound)")
 	fs.IntVar(&opts.TestConstruction, "test-construction", opts.TestConstruction, "construction tasks of the test split")
 	fs.IntVar(&opts.TestRefinement, "test-refinement", opts.TestRefinement, "refinement prompts of the test split")
 	pos, err := parseFlags(fs, args)

@@ -40,6 +40,20 @@ type Config struct {
 	MaxNew      int     `json:"max_new"`
 	// Stop lists tokens that end a sample (the pipeline's <eos> = 1).
 	Stop []int `json:"stop"`
+	// FullVocab scores the completions of constrained prompts with
+	// log-probabilities over the whole vocabulary instead of renormalised
+	// over the tokens the constraint allowed: the updates then also move
+	// probability away from the tokens the constraint hides, so the policy
+	// can learn what the constraint enforces (sampling stays constrained).
+	// Use it with FreeSamples: alone, the negative advantages of
+	// constrained samples push probability into the hidden tokens
+	// (docs/pipeline.md, ## rl, measured on a toy task).
+	FullVocab bool `json:"full_vocab,omitempty"`
+	// FreeSamples of each group of a constrained prompt are sampled
+	// without its constraint (the group's last rows): scored with
+	// FullVocab, the group's advantages then contrast what the policy
+	// writes alone with what it writes under the constraint.
+	FreeSamples int `json:"free_samples,omitempty"`
 	// Batch is the number of completions per scoring pass (and per backward
 	// pass: memory is bounded by one pass's graph); 0 scores a step's
 	// completions at once.
@@ -79,6 +93,7 @@ func (c Config) Validate() error {
 	check(c.TopK >= 0, "top_k", "%d is negative", c.TopK)
 	check(c.MaxNew >= 0, "max_new", "%d is negative", c.MaxNew)
 	check(c.Batch >= 0, "batch", "%d is negative", c.Batch)
+	check(c.FreeSamples >= 0 && c.FreeSamples < max(c.Group, 1), "free_samples", "%d is not in [0, group %d)", c.FreeSamples, c.Group)
 	if err := c.AdamW.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("grpo: adamw: %w", err))
 	}

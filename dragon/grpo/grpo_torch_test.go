@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -119,6 +120,21 @@ func testConfig() Config {
 	return c
 }
 
+// oneStep makes one GRPO step of m with a fresh trainer.
+func oneStep(t *testing.T, m, ref *dragon.Model, cfg Config, prompts []Prompt, rw Rewarder) StepStats {
+	t.Helper()
+	tr, err := NewTrainer(m, ref, cfg, prompts, rw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	st, err := tr.Step(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // TestMuOneIdenticalReference: with μ = 1 and the reference a frozen clone
 // of the policy, the first update sees a ratio of exactly 1 and a KL of
 // exactly 0; after that update the policy has moved (a second update of
@@ -133,15 +149,7 @@ func TestMuOneIdenticalReference(t *testing.T) {
 		ref := frozenClone(t, m)
 		cfg := testConfig()
 		cfg.Mu, cfg.Batch = mu, 5 // several scoring passes
-		tr, err := NewTrainer(m, ref, cfg, prompts, reversal{partial: 0.5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := tr.Step(context.Background())
-		tr.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := oneStep(t, m, ref, cfg, prompts, reversal{partial: 0.5})
 		t.Logf("μ=%d: %+v", mu, st)
 		if st.Updates != mu || st.SkippedGroups == cfg.PromptsPerStep {
 			t.Fatalf("μ=%d: %d updates, %d groups skipped: the test needs updates", mu, st.Updates, st.SkippedGroups)
@@ -152,6 +160,105 @@ func TestMuOneIdenticalReference(t *testing.T) {
 		if mu == 2 && (st.RatioDev == 0 || st.KL == 0) {
 			t.Errorf("μ=2: max |ratio-1| %g, KL %g; the second update should see a moved policy", st.RatioDev, st.KL)
 		}
+	}
+}
+
+// TestClipActsWithMu: with μ > 1 the later updates of a step see a policy
+// that has moved, and with a large learning rate some tokens' ratios leave
+// [1-ε, 1+ε], so the clip takes its branch (μ = 1 never clips: above).
+// The same holds with the log-probs over the full vocabulary under a
+// constraint (FullVocab), whose first update still sees a ratio of 1.
+func TestClipActsWithMu(t *testing.T) {
+	rt := newRuntime(t)
+	rng := rand.New(rand.NewPCG(1, 1))
+	prompts := reversalPrompts(rng, 8, 2, 4, map[string]bool{})
+	// A constraint that hides token 9 at every position.
+	constrained := slices.Clone(prompts)
+	for i := range constrained {
+		constrained[i].Constraint = func(_ int, _, _ []int, allow []bool) error {
+			allow[9] = false
+			return nil
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		prompts []Prompt
+		full    bool
+	}{{"unconstrained", prompts, false}, {"constrained, full vocabulary", constrained, true}} {
+		m := newModel(t, rt, toyConfig(), 3)
+		m.SetTraining(false)
+		cfg := testConfig()
+		cfg.Mu, cfg.Beta, cfg.FullVocab = 4, 0, tc.full
+		cfg.AdamW.LR = 3e-2
+		st := oneStep(t, m, nil, cfg, tc.prompts, reversal{partial: 0.5})
+		t.Logf("%s, μ=4: %+v", tc.name, st)
+		if st.Updates != 4 {
+			t.Fatalf("%s: %d updates, want 4", tc.name, st.Updates)
+		}
+		if st.ClipFrac == 0 || st.RatioDev <= cfg.Epsilon {
+			t.Errorf("%s: clip fraction %g, max |ratio-1| %g: the clip never acted", tc.name, st.ClipFrac, st.RatioDev)
+		}
+	}
+}
+
+// nines records, per row of a group, how many samples held token 9.
+type nines struct {
+	reversal
+	rows []int
+}
+
+func (n *nines) Reward(ctx context.Context, p Prompt, samples [][]int) ([]Reward, error) {
+	for g, s := range samples {
+		if slices.Contains(s, 9) {
+			n.rows[g]++
+		}
+	}
+	return n.reversal.Reward(ctx, p, samples)
+}
+
+// TestFreeSamples: the last FreeSamples rows of a constrained prompt's
+// group sample without its constraint (here one that hides token 9); the
+// others keep it.
+func TestFreeSamples(t *testing.T) {
+	rt := newRuntime(t)
+	rng := rand.New(rand.NewPCG(3, 3))
+	prompts := reversalPrompts(rng, 8, 3, 4, map[string]bool{})
+	for i := range prompts {
+		prompts[i].Constraint = func(_ int, _, _ []int, allow []bool) error {
+			allow[9] = false
+			return nil
+		}
+	}
+	m := newModel(t, rt, toyConfig(), 3)
+	m.SetTraining(false)
+	cfg := testConfig()
+	cfg.Beta, cfg.FullVocab, cfg.FreeSamples, cfg.PromptsPerStep = 0, true, 2, 8
+	rw := &nines{reversal: reversal{partial: 0.5}, rows: make([]int, cfg.Group)}
+	tr, err := NewTrainer(m, nil, cfg, prompts, rw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for range 3 {
+		if _, err := tr.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	free := 0
+	for g, n := range rw.rows {
+		if g < cfg.Group-cfg.FreeSamples && n > 0 {
+			t.Errorf("row %d sampled under the constraint holds token 9 in %d samples", g, n)
+		}
+		if g >= cfg.Group-cfg.FreeSamples {
+			free += n
+		}
+	}
+	if free == 0 {
+		t.Errorf("no free sample holds token 9 (rows %v): the constraint was applied to them", rw.rows)
+	}
+	cfg.FreeSamples = cfg.Group
+	if _, err := NewTrainer(m, nil, cfg, prompts, rw); err == nil {
+		t.Error("free_samples = group accepted")
 	}
 }
 
@@ -394,19 +501,99 @@ func TestConstraintMasksScoring(t *testing.T) {
 			return nil
 		}
 	}
-	tr, err := NewTrainer(m, frozenClone(t, m), cfg, prompts, byPosition{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	st, err := tr.Step(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneStep(t, m, frozenClone(t, m), cfg, prompts, byPosition{})
 	if maxRow < 0 || maxRow >= cfg.Group {
 		t.Errorf("the constraint saw row %d; want the index in the group, 0..%d", maxRow, cfg.Group-1)
 	}
 	if st.Updates != 1 || st.GradNorm != 0 || st.KL != 0 || st.FailedSamples != 0 {
 		t.Errorf("forced samples: %+v; want one update with a zero gradient and KL", st)
+	}
+}
+
+// hiddenShare is how the policy's unconstrained probability of token 9,
+// which the constraint hides and no answer holds, compares with that of
+// the wrong digits the constraint allows: the mean over the answers'
+// positions of p(9) / mean p(wrong digit). Learning the task lowers every
+// wrong token; this ratio asks whether 9 falls as they do.
+func hiddenShare(t *testing.T, m *dragon.Model, prompts []Prompt) float64 {
+	t.Helper()
+	var sum float64
+	var n int
+	for _, p := range prompts {
+		want := reversed(p.Tokens)
+		for j := range want {
+			var cs []dragon.Completion
+			for tok := range 10 {
+				cs = append(cs, dragon.Completion{Prompt: p.Tokens, Tokens: append(slices.Clone(want[:j]), tok)})
+			}
+			lp, err := m.ScoreNoGrad(context.Background(), cs, dragon.ScoreOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wrong float64
+			for tok := range 9 {
+				if tok != want[j] {
+					wrong += math.Exp(lp[tok][j])
+				}
+			}
+			wrong /= 8
+			if want[j] == tEOS {
+				wrong = wrong * 8 / 9 // every digit is wrong there
+			}
+			sum += math.Exp(lp[9][j]) / wrong
+			n++
+		}
+	}
+	return sum / float64(n)
+}
+
+// TestLearnsWhatTheMaskHides: a constraint hides token 9, which no answer
+// holds (the prompts have no 9). Trained under the constraint with the
+// log-probs renormalised over the allowed tokens, the policy gets no
+// reason to lower its unconstrained probability of 9; with the log-probs
+// over the whole vocabulary and some samples drawn without the
+// constraint (FullVocab, FreeSamples), the free samples that write a 9 are
+// the group's worst, and the policy learns to avoid it.
+func TestLearnsWhatTheMaskHides(t *testing.T) {
+	rt := newRuntime(t)
+	rng := rand.New(rand.NewPCG(5, 5))
+	var prompts []Prompt
+	for _, p := range reversalPrompts(rng, 40, 2, 4, map[string]bool{}) {
+		if !slices.Contains(p.Tokens, 9) {
+			p.Constraint = func(_ int, _, _ []int, allow []bool) error {
+				allow[9] = false
+				return nil
+			}
+			prompts = append(prompts, p)
+		}
+	}
+	// The modes: renormalised log-probs (the default), the full vocabulary
+	// alone, free samples alone, both.
+	type mode struct{ full, free bool }
+	modes := []mode{{false, false}, {true, false}, {false, true}, {true, true}}
+	share := map[mode]float64{}
+	var start float64
+	for _, md := range modes {
+		m := newModel(t, rt, toyConfig(), 11)
+		m.SetTraining(false)
+		start = hiddenShare(t, m, prompts)
+		cfg := testConfig()
+		cfg.Beta, cfg.Mu, cfg.PromptsPerStep, cfg.AdamW.LR = 0, 2, 4, 5e-3
+		cfg.FullVocab = md.full
+		if md.free {
+			cfg.FreeSamples = 3
+		}
+		tr, err := NewTrainer(m, nil, cfg, prompts, reversal{partial: 0.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		statsCurve(t, tr, 60)
+		tr.Close()
+		share[md] = hiddenShare(t, m, prompts)
+	}
+	t.Logf("unconstrained p(9) / p(wrong digit) on the answers' positions: %.3f at the start; after 60 steps %.3f masked, %.3f full vocabulary, %.3f free samples, %.3f both",
+		start, share[modes[0]], share[modes[1]], share[modes[2]], share[modes[3]])
+	if both, masked := share[modes[3]], share[modes[0]]; !(both < start/2 && both < masked/2) {
+		t.Errorf("p(9) / p(wrong digit): start %.3f, masked %.3f, full vocabulary + free samples %.3f: want the last below half of both", start, masked, both)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"dragonx/dragon"
 )
 
 // TestLossGradient checks the derivatives of the GRPO loss against central
@@ -150,5 +152,36 @@ func TestLossRefusesMismatches(t *testing.T) {
 	}
 	if _, _, _, err := o.Loss(terms, [][]float64{{-1, math.Inf(1)}}); err == nil {
 		t.Error("a non-finite loss was accepted")
+	}
+}
+
+// TestCompletionMask: the updates score a constrained prompt's samples
+// renormalised over the allowed tokens unless FullVocab is set; an
+// unconstrained prompt's samples always over the whole vocabulary.
+func TestCompletionMask(t *testing.T) {
+	allow := [][]bool{{true, false}, {false, true}}
+	s := dragon.Sample{Tokens: []int{0, 1}, Allow: allow}
+	constrained := Prompt{Tokens: []int{2}, Constraint: func(int, []int, []int, []bool) error { return nil }}
+	free := Prompt{Tokens: []int{2}}
+	for _, tc := range []struct {
+		name      string
+		full      bool
+		p         Prompt
+		wantAllow bool
+	}{
+		{"constrained, masked", false, constrained, true},
+		{"constrained, full vocabulary", true, constrained, false},
+		{"unconstrained", false, free, false},
+		{"unconstrained, full vocabulary", true, free, false},
+	} {
+		cfg := DefaultConfig()
+		cfg.FullVocab = tc.full
+		c := cfg.completion(tc.p, s)
+		if got := c.Allow != nil; got != tc.wantAllow {
+			t.Errorf("%s: allow set %v, want %v", tc.name, got, tc.wantAllow)
+		}
+		if len(c.Tokens) != 2 || len(c.Prompt) != 1 {
+			t.Errorf("%s: completion %+v", tc.name, c)
+		}
 	}
 }

@@ -191,7 +191,7 @@ func (t *Trainer) doStep(ctx context.Context, st *StepStats) error {
 	if constrained {
 		opts.RowConstraint = func(row int, prompt, generated []int, allow []bool) error {
 			c := groups[row/G].p.Constraint
-			if c == nil {
+			if c == nil || row%G >= G-cfg.FreeSamples {
 				return nil
 			}
 			return c(row%G, prompt, generated, allow)
@@ -279,12 +279,7 @@ func (t *Trainer) doStep(ctx context.Context, st *StepStats) error {
 		}
 		ng++
 		for _, g := range idx {
-			s := gr.samples[g]
-			c := dragon.Completion{Prompt: gr.p.Tokens, Tokens: s.Tokens}
-			if constrained {
-				c.Allow = s.Allow
-			}
-			cs = append(cs, c)
+			cs = append(cs, cfg.completion(gr.p, gr.samples[g]))
 			terms = append(terms, Term{Advantage: adv[g]})
 			used = append(used, len(idx))
 		}
@@ -328,6 +323,18 @@ func (t *Trainer) doStep(ctx context.Context, st *StepStats) error {
 	}
 	st.UpdateSeconds = lap()
 	return nil
+}
+
+// completion is what the updates score of sample s of prompt p: its tokens
+// and, when the prompt's sampling was constrained and the log-probs are
+// not over the full vocabulary, the tokens allowed at each position
+// (the log-probs are then renormalised over them).
+func (c Config) completion(p Prompt, s dragon.Sample) dragon.Completion {
+	out := dragon.Completion{Prompt: p.Tokens, Tokens: s.Tokens}
+	if p.Constraint != nil && !c.FullVocab {
+		out.Allow = s.Allow
+	}
+	return out
 }
 
 // update is one policy update: score, loss, backward per chunk of

@@ -38,6 +38,13 @@ type Options struct {
 	MinSpeedup float64
 	// PairsPerWorkload caps the refinement pairs of one workload.
 	PairsPerWorkload int
+	// ConstructionPerWorkload caps the construction examples of one
+	// workload: its fastest distinct scripts (by script text), fastest first.
+	ConstructionPerWorkload int
+	// ConstructionWithin, when above 0, keeps only construction targets at
+	// most this many times slower than the workload's best (>= 1); 0 keeps
+	// any of the ConstructionPerWorkload fastest.
+	ConstructionWithin float64
 	// Test lists the held-out workloads.
 	Test []*workload.Spec
 	// TestConstruction and TestRefinement are the numbers of test tasks.
@@ -45,11 +52,12 @@ type Options struct {
 }
 
 // DefaultOptions returns the defaults: one script for construction, five
-// for refinement, the band [0.4, 0.6], a 1.1x speedup, one pair per
-// workload, and the paper's 102 and 170 test tasks.
+// for refinement, the band [0.4, 0.6], a 1.1x speedup, one pair and one
+// construction example (the best script) per workload, and the paper's 102
+// and 170 test tasks.
 func DefaultOptions() Options {
 	return Options{MinConstruction: 1, MinRecords: 5, SourceLow: 0.4, SourceHigh: 0.6,
-		MinSpeedup: 1.1, PairsPerWorkload: 1, TestConstruction: 102, TestRefinement: 170}
+		MinSpeedup: 1.1, PairsPerWorkload: 1, ConstructionPerWorkload: 1, TestConstruction: 102, TestRefinement: 170}
 }
 
 // Check reports the first option out of its range.
@@ -65,6 +73,10 @@ func (o *Options) Check() error {
 		return fmt.Errorf("dataset: min speedup %v: want a finite number above 1 (strictly better)", o.MinSpeedup)
 	case o.PairsPerWorkload < 0:
 		return fmt.Errorf("dataset: pairs per workload %d: want 0 or more", o.PairsPerWorkload)
+	case o.ConstructionPerWorkload < 1:
+		return fmt.Errorf("dataset: construction examples per workload %d: want at least 1", o.ConstructionPerWorkload)
+	case !(o.ConstructionWithin == 0 || o.ConstructionWithin >= 1) || math.IsInf(o.ConstructionWithin, 0):
+		return fmt.Errorf("dataset: construction latency bound %v: want 0 (none) or a finite factor of at least 1", o.ConstructionWithin)
 	case o.TestConstruction < 0 || o.TestRefinement < 0:
 		return fmt.Errorf("dataset: test task counts %d and %d: want 0 or more", o.TestConstruction, o.TestRefinement)
 	}
@@ -156,14 +168,38 @@ func (p *prepared) script(k int) (*Script, bool) {
 	return s, true
 }
 
-// best returns the rank and script of the fastest script that encodes.
-func (p *prepared) best() (int, *Script, bool) {
+// ranked is a construction target: a script and its rank.
+type ranked struct {
+	k int
+	s *Script
+}
+
+// targets returns the construction targets: the fastest scripts that
+// encode, distinct by script text, at most opts.ConstructionPerWorkload of
+// them and, when opts.ConstructionWithin is set, none slower than that
+// factor times the first.
+func (p *prepared) targets(opts Options) []ranked {
+	var out []ranked
+	seen := map[string]bool{}
 	for k := range p.recs {
-		if s, ok := p.script(k); ok {
-			return k, s, true
+		if len(out) == opts.ConstructionPerWorkload {
+			break
 		}
+		if len(out) > 0 && opts.ConstructionWithin > 0 && p.recs[k].Mean() > opts.ConstructionWithin*out[0].s.LatencyS {
+			break
+		}
+		s, ok := p.script(k)
+		if !ok {
+			continue
+		}
+		if seen[s.Script] {
+			p.st.DuplicateScripts++
+			continue
+		}
+		seen[s.Script] = true
+		out = append(out, ranked{k, s})
 	}
-	return 0, nil, false
+	return out
 }
 
 // Build selects the examples and test tasks from db.
@@ -220,37 +256,45 @@ func Build(ctx context.Context, db *tunedb.DB, opts Options) (*Result, error) {
 			st.Skipped["construction: too few scripts"]++
 			continue
 		}
-		bestK, tgt, ok := p.best()
-		if !ok {
+		tgts := p.targets(opts)
+		if len(tgts) == 0 {
 			st.Skipped["construction: no script encodes"]++
 			continue
 		}
-		c := &Construction{Workload: p.w, Target: *tgt}
-		res.Construction = append(res.Construction, c)
-		st.addConstruction(c)
+		for _, t := range tgts {
+			c := &Construction{Workload: p.w, Target: *t.s}
+			res.Construction = append(res.Construction, c)
+			st.addConstruction(c)
+		}
 		if len(p.recs) < opts.MinRecords {
 			st.Skipped["refinement: too few scripts"]++
 			continue
 		}
+		// Round q pairs the j-th band source with target (j+q) mod T: round
+		// 0 gives the j-th source the j-th target (the best when there is
+		// one target), and the later rounds give each source the others, so
+		// no pair repeats.
+		srcs := band(len(p.recs), opts)
 		n := 0
-		for _, k := range band(len(p.recs), opts) {
-			if n == opts.PairsPerWorkload {
-				break
-			}
-			if k <= bestK {
+		for i := 0; i < len(srcs)*len(tgts) && n < opts.PairsPerWorkload; i++ {
+			j, q := i%len(srcs), i/len(srcs)
+			k, tgt := srcs[j], tgts[(j+q)%len(tgts)]
+			if k <= tgt.k {
 				continue
 			}
 			src, ok := p.script(k)
 			if !ok {
-				st.Skipped["refinement: source does not encode"]++
+				if q == 0 {
+					st.Skipped["refinement: source does not encode"]++
+				}
 				continue
 			}
-			if src.LatencyS < opts.MinSpeedup*tgt.LatencyS {
+			if src.LatencyS < opts.MinSpeedup*tgt.s.LatencyS {
 				st.Skipped["refinement: source below min speedup"]++
 				continue
 			}
 			r := &Refinement{Workload: p.w, Source: *src, SourceQuantile: quantile(k, len(p.recs)),
-				Target: *tgt, Speedup: src.LatencyS / tgt.LatencyS}
+				Target: *tgt.s, Speedup: src.LatencyS / tgt.s.LatencyS}
 			res.Refinement = append(res.Refinement, r)
 			st.addRefinement(r)
 			n++

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,6 +183,69 @@ func TestSelectionRules(t *testing.T) {
 	}
 }
 
+// TestManyPerWorkload checks the construction targets beyond the best and
+// the refinement pairs that take them in turn.
+func TestManyPerWorkload(t *testing.T) {
+	db, specs := handDB(t)
+	for _, tc := range []struct {
+		name   string
+		k      int
+		within float64
+		npairs int
+		gmm    []float64 // gmm's construction targets, fastest first
+		pairs  [][2]float64
+	}{
+		// gmm's ranks: 0.5, 1, 2, ..., 10 us; band [0.4, 0.6]: ranks 5, 6, 4.
+		{"best only", 1, 0, 3, []float64{0.5e-6}, [][2]float64{{5e-6, 0.5e-6}, {6e-6, 0.5e-6}, {4e-6, 0.5e-6}}},
+		{"top 3", 3, 0, 3, []float64{0.5e-6, 1e-6, 2e-6}, [][2]float64{{5e-6, 0.5e-6}, {6e-6, 1e-6}, {4e-6, 2e-6}}},
+		{"top 3 within 3x", 3, 3, 3, []float64{0.5e-6, 1e-6}, [][2]float64{{5e-6, 0.5e-6}, {6e-6, 1e-6}, {4e-6, 0.5e-6}}},
+		// Round 1 gives each source the other target: 6 distinct pairs.
+		{"top 3 within 3x, more pairs than sources", 3, 3, 10, []float64{0.5e-6, 1e-6},
+			[][2]float64{{5e-6, 0.5e-6}, {6e-6, 1e-6}, {4e-6, 0.5e-6}, {5e-6, 1e-6}, {6e-6, 0.5e-6}, {4e-6, 1e-6}}},
+		{"best only, more pairs than sources", 1, 0, 10, []float64{0.5e-6}, [][2]float64{{5e-6, 0.5e-6}, {6e-6, 0.5e-6}, {4e-6, 0.5e-6}}},
+		{"all", 100, 0, 3, []float64{0.5e-6, 1e-6, 2e-6, 3e-6, 4e-6, 5e-6, 6e-6, 7e-6, 8e-6, 9e-6, 10e-6},
+			[][2]float64{{5e-6, 0.5e-6}, {6e-6, 1e-6}, {4e-6, 2e-6}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.ConstructionPerWorkload, opts.ConstructionWithin, opts.PairsPerWorkload = tc.k, tc.within, tc.npairs
+			res, err := Build(context.Background(), db, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []float64
+			texts := map[string]bool{}
+			for _, c := range res.Construction {
+				if c.Hash == specs["gmm"].Hash() {
+					got = append(got, c.Target.LatencyS)
+					if texts[c.Target.Script] {
+						t.Errorf("gmm: script at %v s repeated", c.Target.LatencyS)
+					}
+					texts[c.Target.Script] = true
+				}
+			}
+			if !slices.Equal(got, tc.gmm) {
+				t.Errorf("gmm construction targets %v, want %v", got, tc.gmm)
+			}
+			var pairs [][2]float64
+			for _, r := range res.Refinement {
+				if r.Hash == specs["gmm"].Hash() {
+					pairs = append(pairs, [2]float64{r.Source.LatencyS, r.Target.LatencyS})
+					if r.Source.LatencyS < opts.MinSpeedup*r.Target.LatencyS {
+						t.Errorf("pair %v below the min speedup", pairs[len(pairs)-1])
+					}
+				}
+			}
+			if !slices.Equal(pairs, tc.pairs) {
+				t.Errorf("gmm pairs (source, target) %v, want %v", pairs, tc.pairs)
+			}
+			if res.Stats.Construction != len(res.Construction) {
+				t.Errorf("stats count %d construction, built %d", res.Stats.Construction, len(res.Construction))
+			}
+		})
+	}
+}
+
 func TestOptionsRefused(t *testing.T) {
 	db, _ := handDB(t)
 	for _, mut := range []func(*Options){
@@ -188,6 +253,9 @@ func TestOptionsRefused(t *testing.T) {
 		func(o *Options) { o.SourceLow, o.SourceHigh = 0.7, 0.3 },
 		func(o *Options) { o.MinRecords = 1 },
 		func(o *Options) { o.TestRefinement = -1 },
+		func(o *Options) { o.ConstructionPerWorkload = 0 },
+		func(o *Options) { o.ConstructionWithin = 0.5 },
+		func(o *Options) { o.ConstructionWithin = math.Inf(1) },
 	} {
 		o := DefaultOptions()
 		mut(&o)

@@ -28,16 +28,25 @@
 //     function of it and determines it), the fastest kept. Scripts are
 //     encoded (kernels/encode) only for the records an example uses; one that
 //     does not encode is skipped and counted, and the next candidate taken.
-//   - Construction: the fastest script that encodes, if the workload has at
-//     least MinConstruction distinct valid scripts.
+//   - Construction: if the workload has at least MinConstruction distinct
+//     valid scripts, its fastest scripts that encode, fastest first, distinct
+//     by script text, at most ConstructionPerWorkload of them (default 1: the
+//     best only) and, when ConstructionWithin is set, none more than that
+//     factor slower than the best. Every valid record is a verified script
+//     for its workload, so each is a correct example; the fast ones teach
+//     what a good script looks like.
 //   - Refinement: if the workload has at least MinRecords distinct valid
 //     scripts, the sources are the scripts whose rank lies in the quantile
 //     band [SourceLow, SourceHigh] of the sorted list (rank r of n has
-//     quantile r/(n-1), 0 the fastest); up to PairsPerWorkload of them are
-//     taken, from the band's middle out, alternately above and below. The
-//     target of each pair is the construction target; a pair is kept only if the source's
-//     latency is at least MinSpeedup (> 1, so strictly better) times the
-//     target's.
+//     quantile r/(n-1), 0 the fastest); up to PairsPerWorkload pairs are
+//     taken, from the band's middle out, alternately above and below, each
+//     with a construction target: in round 0 the j-th source gets the j-th
+//     target (mod their number; the best when there is one), in round q the
+//     (j+q)-th, so that with several targets a workload gives more pairs
+//     than band positions and no pair twice. A pair is kept only if the
+//     source ranks below its target and its latency is at least MinSpeedup
+//     (> 1, so strictly
+//     better) times the target's.
 //
 // # Test split
 //

@@ -22,6 +22,9 @@ type Stats struct {
 	// UnencodableScripts counts valid records whose trace kernels/encode
 	// could not write.
 	UnencodableScripts int `json:"unencodable_scripts"`
+	// DuplicateScripts counts construction candidates skipped because a
+	// faster one of the same workload encodes to the same script text.
+	DuplicateScripts int `json:"duplicate_scripts"`
 
 	Construction     int `json:"construction"`
 	Refinement       int `json:"refinement"`

@@ -47,6 +47,8 @@ var datasetSchema = &hcl.BodySchema{
 		{Name: "band_high"},
 		{Name: "min_speedup"},
 		{Name: "pairs"},
+		{Name: "construction"},
+		{Name: "construction_within"},
 		{Name: "test_construction"},
 		{Name: "test_refinement"},
 	},
@@ -316,6 +318,8 @@ func (d *decoder) decodeDataset(b *hcl.Block, o *DatasetOptions) {
 	floatField("band_high", func(x *DatasetOptions) *float64 { return &x.BandHigh })
 	floatField("min_speedup", func(x *DatasetOptions) *float64 { return &x.MinSpeedup })
 	intField("pairs", func(x *DatasetOptions) *int { return &x.Pairs })
+	intField("construction", func(x *DatasetOptions) *int { return &x.Construction })
+	floatField("construction_within", func(x *DatasetOptions) *float64 { return &x.ConstructionWithin })
 	intField("test_construction", func(x *DatasetOptions) *int { return &x.TestConstruction })
 	intField("test_refinement", func(x *DatasetOptions) *int { return &x.TestRefinement })
 	if len(d.diags) > n {

@@ -43,6 +43,8 @@ func TestDiagnostics(t *testing.T) {
 		{"speedup 1", "  trials = 4\n  dataset {\n    min_speedup = 1\n  }\n", "min speedup 1: want a finite number above 1", 6},
 		{"negative test tasks", "  trials = 4\n  dataset {\n    test_refinement = -3\n  }\n", "test task counts 102 and -3", 6},
 		{"pairs fraction", "  trials = 4\n  dataset {\n    pairs = 0.5\n  }\n", "pairs is 0.5; want a whole number", 6},
+		{"construction 0", "  trials = 4\n  dataset {\n    construction = 0\n  }\n", "construction examples per workload 0: want at least 1", 6},
+		{"construction within 0.5", "  trials = 4\n  dataset {\n    construction_within = 0.5\n  }\n", "construction latency bound 0.5", 6},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

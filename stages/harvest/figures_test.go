@@ -29,6 +29,8 @@ var (
 	figTestFrc = flag.Float64("figures.test", 0.1, "test fraction of the corpus")
 	figBench   = flag.Bool("figures.benchmarks", false, "start the corpus with the 52 benchmark shapes (all test)")
 	figPairs   = flag.String("figures.pairs", "", "also count the refinement examples with these pairs per workload")
+	figCons    = flag.Int("figures.construction", 1, "with -figures.pairs: construction examples per workload")
+	figWithin  = flag.Float64("figures.within", 0, "with -figures.pairs: their bound, a factor of the best (0: none)")
 )
 
 // TestFigures measures the harvest's cost per workload and the dataset
@@ -89,17 +91,20 @@ func TestFigures(t *testing.T) {
 					if err != nil {
 						continue
 					}
-					o := opts
-					o.PairsPerWorkload = k
-					db, err := tunedb.Load(out + "/db")
-					if err != nil {
-						t.Fatal(err)
+					for _, c := range [][2]float64{{1, 0}, {float64(*figCons), *figWithin}} {
+						o := opts
+						o.PairsPerWorkload, o.ConstructionPerWorkload, o.ConstructionWithin = k, int(c[0]), c[1]
+						db, err := tunedb.Load(out + "/db")
+						if err != nil {
+							t.Fatal(err)
+						}
+						res, err := dataset.Build(ctx, db, o)
+						if err != nil {
+							t.Fatal(err)
+						}
+						fmt.Printf("  pairs %d, construction %d within %v: %d construction, %d refinement examples, %d test refinement prompts\n",
+							k, o.ConstructionPerWorkload, o.ConstructionWithin, res.Stats.Construction, res.Stats.Refinement, res.Stats.TestRefinement)
 					}
-					res, err := dataset.Build(ctx, db, o)
-					if err != nil {
-						t.Fatal(err)
-					}
-					fmt.Printf("  pairs %d: %d refinement examples, %d test refinement prompts\n", k, res.Stats.Refinement, res.Stats.TestRefinement)
 				}
 			}
 		}

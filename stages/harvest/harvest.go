@@ -92,20 +92,25 @@ func DefaultSearch() SearchOptions {
 // DatasetOptions is the dataset block: dataset.Options without the test
 // split (taken from the workloads' split field).
 type DatasetOptions struct {
-	LatencySource    string  `json:"latency_source"`
-	MinConstruction  int     `json:"min_construction"`
-	MinRecords       int     `json:"min_records"`
-	BandLow          float64 `json:"band_low"`
-	BandHigh         float64 `json:"band_high"`
-	MinSpeedup       float64 `json:"min_speedup"`
-	Pairs            int     `json:"pairs"`
-	TestConstruction int     `json:"test_construction"`
-	TestRefinement   int     `json:"test_refinement"`
+	LatencySource   string  `json:"latency_source"`
+	MinConstruction int     `json:"min_construction"`
+	MinRecords      int     `json:"min_records"`
+	BandLow         float64 `json:"band_low"`
+	BandHigh        float64 `json:"band_high"`
+	MinSpeedup      float64 `json:"min_speedup"`
+	Pairs           int     `json:"pairs"`
+	// Construction and ConstructionWithin: construction examples per
+	// workload, and the latency bound on them (dataset.Options).
+	Construction       int     `json:"construction"`
+	ConstructionWithin float64 `json:"construction_within"`
+	TestConstruction   int     `json:"test_construction"`
+	TestRefinement     int     `json:"test_refinement"`
 }
 
 func datasetFrom(o dataset.Options) DatasetOptions {
 	return DatasetOptions{LatencySource: o.LatencySource, MinConstruction: o.MinConstruction, MinRecords: o.MinRecords,
 		BandLow: o.SourceLow, BandHigh: o.SourceHigh, MinSpeedup: o.MinSpeedup, Pairs: o.PairsPerWorkload,
+		Construction: o.ConstructionPerWorkload, ConstructionWithin: o.ConstructionWithin,
 		TestConstruction: o.TestConstruction, TestRefinement: o.TestRefinement}
 }
 
@@ -113,6 +118,7 @@ func datasetFrom(o dataset.Options) DatasetOptions {
 func (d DatasetOptions) Options(test []*workload.Spec) dataset.Options {
 	return dataset.Options{LatencySource: d.LatencySource, MinConstruction: d.MinConstruction, MinRecords: d.MinRecords,
 		SourceLow: d.BandLow, SourceHigh: d.BandHigh, MinSpeedup: d.MinSpeedup, PairsPerWorkload: d.Pairs,
+		ConstructionPerWorkload: d.Construction, ConstructionWithin: d.ConstructionWithin,
 		Test: test, TestConstruction: d.TestConstruction, TestRefinement: d.TestRefinement}
 }
 

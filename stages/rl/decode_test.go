@@ -38,6 +38,8 @@ func TestDiagnostics(t *testing.T) {
 		{"negative beta", "  grpo {\n    beta = -0.1\n  }", "grpo.beta", 3},
 		{"min_lr above lr", "  grpo {\n    lr = 1e-5\n    min_lr = 1e-4\n  }", "grpo.min_lr", 4},
 		{"max_new zero", "  grpo {\n    max_new = 0\n  }", "grpo.max_new: 0 is not positive", 3},
+		{"free samples fill the group", "  grpo {\n    group = 4\n    free_samples = 4\n  }", "grpo.free_samples: 4 is not in [0, group 4)", 4},
+		{"reward max_bonus below floor", "  reward {\n    max_bonus = -2\n  }", "below min_bonus -1", 3},
 		{"unknown grpo attribute", "  grpo {\n    ppo = 3\n  }", `An argument named "ppo" is not expected here`, 3},
 		{"reward gate", "  reward {\n    gate = \"compiles\"\n  }", `reward.gate is "compiles"`, 3},
 		{"reward incorrect phase", "  reward {\n    gate = \"replay\"\n    incorrect = { decode = -1, parse = -1, replay = -1, verify = -1 }\n  }", "names verify", 4},
@@ -133,6 +135,10 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 	if got := params(stageOf(t, "  constrained = true\n  gpu_limits = false")); got != constrained {
 		t.Errorf("gpu_limits = false changes the params:\n%s\n%s", got, constrained)
 	}
+	// The attributes of issue 27 at their defaults keep an experiment's key.
+	if got := params(stageOf(t, "  grpo {\n    full_vocab = false\n    free_samples = 0\n  }")); got != base || strings.Contains(got, "full_vocab") {
+		t.Errorf("full_vocab = false, free_samples = 0 change the params:\n%s\n%s", got, base)
+	}
 	if got := params(stageOf(t, "  eval {\n    gpu_limits = false\n  }")); got != base {
 		t.Errorf("eval.gpu_limits = false changes the params:\n%s\n%s", got, base)
 	}
@@ -142,7 +148,8 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 	if sp := stageOf(t, "  constrained = true\n  gpu_limits = true\n  eval {\n    constrained = true\n    gpu_limits = true\n  }").Spec(); !sp.GPULimits || !sp.Eval.GPULimits {
 		t.Errorf("gpu_limits = true did not reach the spec: %v, eval %v", sp.GPULimits, sp.Eval.GPULimits)
 	}
-	for _, body := range []string{"  reward {\n    bonus = \"rank_in_group\"\n  }", "  constrained = true", "  eval {\n    constrained = true\n  }", "  construction_share = 0.25", "  grpo {\n    beta = 0\n  }"} {
+	for _, body := range []string{"  reward {\n    bonus = \"rank_in_group\"\n  }", "  constrained = true", "  eval {\n    constrained = true\n  }", "  construction_share = 0.25", "  grpo {\n    beta = 0\n  }",
+		"  grpo {\n    full_vocab = true\n  }", "  grpo {\n    free_samples = 1\n  }", "  reward {\n    max_bonus = 3\n  }", "  reward {\n    construction_baseline = \"unscheduled\"\n  }"} {
 		if got := params(stageOf(t, body)); got == base {
 			t.Errorf("%q does not change the params", body)
 		}

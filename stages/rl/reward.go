@@ -41,6 +41,9 @@ var (
 	gates     = []string{GateParse, GateReplay, GateStatic, GateNumeric, GateNone}
 	bonuses   = []string{BonusNone, BonusLogSpeedup, BonusLinearCapped, BonusRank}
 	baselines = []string{BaselineUnscheduled, BaselinePrompt, BaselineDatasetBest}
+	// constructionBaselines are the baselines a construction task has (it
+	// has no prompt script).
+	constructionBaselines = []string{BaselineUnscheduled, BaselineDatasetBest}
 )
 
 // RewardSpec is the reward block, normalised: it is a parameter of the
@@ -55,7 +58,9 @@ var (
 //	  bonus_scale = 1.0
 //	  cap         = 3.0            # linear_capped only
 //	  min_bonus   = -1.0           # log_speedup and linear_capped: the bonus's floor
+//	  max_bonus   = 3.0            # log_speedup and linear_capped: an optional ceiling
 //	  baseline    = "prompt"       # unscheduled | prompt | dataset_best
+//	  construction_baseline = "unscheduled" # optional: the construction tasks' baseline
 //	  target      = "h100-model"   # h200-model, or cuda where a GPU is present
 //	}
 type RewardSpec struct {
@@ -74,8 +79,19 @@ type RewardSpec struct {
 	// below a wrong one: with correct 1 and incorrect -1, the default -1
 	// keeps every correct sample at 0 or above.
 	MinBonus *float64 `json:"min_bonus,omitempty"`
+	// MaxBonus, optional, is the ceiling of the log_speedup and
+	// linear_capped bonuses (nil: none), so that one very fast sample does
+	// not dwarf its group.
+	MaxBonus *float64 `json:"max_bonus,omitempty"`
 	Baseline string   `json:"baseline"`
-	Target   string   `json:"target"`
+	// ConstructionBaseline, when set (unscheduled or dataset_best), is the
+	// baseline of construction tasks; Baseline then applies to refinement
+	// tasks. Unset, construction tasks use Baseline, with the dataset's
+	// best script standing in for prompt. Against the dataset's best most
+	// correct samples are slower, and the floor makes them all equal;
+	// against the unscheduled kernel every speedup a script brings counts.
+	ConstructionBaseline string `json:"construction_baseline,omitempty"`
+	Target               string `json:"target"`
 }
 
 // Defaults of the reward block.
@@ -179,6 +195,9 @@ func (r RewardSpec) Validate() error {
 	if !slices.Contains(baselines, r.Baseline) {
 		errs = append(errs, fmt.Sprintf("baseline %q is not one of %s", r.Baseline, strings.Join(baselines, ", ")))
 	}
+	if r.ConstructionBaseline != "" && !slices.Contains(constructionBaselines, r.ConstructionBaseline) {
+		errs = append(errs, fmt.Sprintf("construction_baseline %q is not one of %s", r.ConstructionBaseline, strings.Join(constructionBaselines, ", ")))
+	}
 	if err := checkTarget(r.Target); err != nil {
 		errs = append(errs, err.Error())
 	}
@@ -203,6 +222,15 @@ func (r RewardSpec) Validate() error {
 		errs = append(errs, fmt.Sprintf("min_bonus is %v, not a finite number", *r.MinBonus))
 	case !hasFloor(r.Bonus) && r.MinBonus != nil:
 		errs = append(errs, fmt.Sprintf("min_bonus is set with bonus %s", r.Bonus))
+	}
+	switch {
+	case r.MaxBonus == nil:
+	case !hasFloor(r.Bonus):
+		errs = append(errs, fmt.Sprintf("max_bonus is set with bonus %s", r.Bonus))
+	case math.IsNaN(*r.MaxBonus) || math.IsInf(*r.MaxBonus, 0):
+		errs = append(errs, fmt.Sprintf("max_bonus is %v, not a finite number", *r.MaxBonus))
+	case r.MinBonus != nil && *r.MaxBonus < *r.MinBonus:
+		errs = append(errs, fmt.Sprintf("max_bonus %v is below min_bonus %v", *r.MaxBonus, *r.MinBonus))
 	}
 	if msg := checkIncorrect(r.Gate, r.Incorrect); msg != "" {
 		errs = append(errs, msg)
@@ -266,7 +294,7 @@ func joinPhases(ps []verdict.Phase) string {
 
 var rewardSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "gate"}, {Name: "correct"}, {Name: "incorrect"}, {Name: "bonus"}, {Name: "bonus_scale"},
-	{Name: "cap"}, {Name: "min_bonus"}, {Name: "baseline"}, {Name: "target"},
+	{Name: "cap"}, {Name: "min_bonus"}, {Name: "max_bonus"}, {Name: "baseline"}, {Name: "construction_baseline"}, {Name: "target"},
 }}
 
 // decodeReward decodes a reward block; every diagnostic is at the
@@ -293,6 +321,7 @@ func decodeReward(b *hcl.Block, ctx *hcl.EvalContext) (RewardSpec, hcl.Diagnosti
 	oneOf("gate", &r.Gate, gates)
 	oneOf("bonus", &r.Bonus, bonuses)
 	oneOf("baseline", &r.Baseline, baselines)
+	oneOf("construction_baseline", &r.ConstructionBaseline, constructionBaselines)
 	if a, ok := attr("target"); ok {
 		d := gohcl.DecodeExpression(a.Expr, ctx, &r.Target)
 		diags = append(diags, d...)
@@ -319,6 +348,8 @@ func decodeReward(b *hcl.Block, ctx *hcl.EvalContext) (RewardSpec, hcl.Diagnosti
 	capRange, capSet := finite("cap", &r.Cap)
 	minBonus := defaultMinBonus
 	floorRange, floorSet := finite("min_bonus", &minBonus)
+	var maxBonus float64
+	ceilRange, ceilSet := finite("max_bonus", &maxBonus)
 	if diags.HasErrors() {
 		return r, diags
 	}
@@ -339,6 +370,14 @@ func decodeReward(b *hcl.Block, ctx *hcl.EvalContext) (RewardSpec, hcl.Diagnosti
 		diags = append(diags, diag("Unused min_bonus", fmt.Sprintf("reward.min_bonus only applies to bonus %q or %q; this reward's bonus is %q.", BonusLogSpeedup, BonusLinearCapped, r.Bonus), floorRange))
 	default:
 		r.MinBonus = nil
+	}
+	switch {
+	case ceilSet && !hasFloor(r.Bonus):
+		diags = append(diags, diag("Unused max_bonus", fmt.Sprintf("reward.max_bonus only applies to bonus %q or %q; this reward's bonus is %q.", BonusLogSpeedup, BonusLinearCapped, r.Bonus), ceilRange))
+	case ceilSet && maxBonus < *r.MinBonus:
+		diags = append(diags, diag("Invalid max_bonus", fmt.Sprintf("reward.max_bonus is %v, below min_bonus %v.", maxBonus, *r.MinBonus), ceilRange))
+	case ceilSet:
+		r.MaxBonus = &maxBonus
 	}
 
 	// incorrect: one number, or an object of phase = number.
@@ -495,6 +534,9 @@ func (r RewardSpec) Score(group []Outcome, base *Baseline) []SampleReward {
 				s.Bonus = r.BonusScale * math.Min(ratio-1, r.Cap)
 			}
 			s.Bonus = math.Max(s.Bonus, *r.MinBonus)
+			if r.MaxBonus != nil {
+				s.Bonus = math.Min(s.Bonus, *r.MaxBonus)
+			}
 		}
 	}
 	if r.Bonus == BonusRank {

@@ -80,6 +80,15 @@ func TestScoreTable(t *testing.T) {
 		{"linear capped with its own floor", reward(func(r *RewardSpec) { r.Bonus = BonusLinearCapped; r.Cap = 2; r.MinBonus = floatPtr(-0.25) }),
 			[]Outcome{passed(4e-6), passed(1e-7)}, base,
 			[]float64{0.75, 3}, []bool{true, true}, []float64{-0.25, 2}},
+		{"log speedup with a ceiling: a very fast sample does not dwarf its group", reward(func(r *RewardSpec) { r.MaxBonus = floatPtr(2) }),
+			[]Outcome{passed(2e-8), passed(1e-6), passed(200e-6)}, base,
+			[]float64{3, 1 + ln2, 0}, []bool{true, true, true}, []float64{2, ln2, -1}},
+		{"construction against the unscheduled kernel: slower than the dataset's best still earns", reward(func(r *RewardSpec) { r.ConstructionBaseline = BaselineUnscheduled; r.MaxBonus = floatPtr(3) }),
+			// The unscheduled kernel takes 16 us, the dataset's best 1 us: a
+			// sample at 4 us is 4x faster than the first (against the
+			// second it would be floored: 1 - 1 = 0, as a sample at 16 us).
+			[]Outcome{passed(4e-6), passed(16e-6), passed(1e-7)}, &Baseline{Kind: BaselineUnscheduled, LatencyS: 16e-6, Source: h100},
+			[]float64{1 + 2*ln2, 1, 4}, []bool{true, true, true}, []float64{2 * ln2, 0, 3}},
 		{"rank in group with a tie", reward(func(r *RewardSpec) { r.Bonus = BonusRank }),
 			[]Outcome{passed(1e-6), passed(3e-6), passed(3e-6), failAt(verdict.PhaseNumeric)}, nil,
 			[]float64{2, 1.25, 1.25, -1}, []bool{true, true, true, false}, []float64{1, 0.25, 0.25, 0}},
@@ -164,14 +173,17 @@ func TestDecodeReward(t *testing.T) {
   bonus = "linear_capped"
   bonus_scale = 0.5
   min_bonus = -0.5
+  max_bonus = 2.5
   baseline = "unscheduled"
+  construction_baseline = "dataset_best"
   target = "h200-model"
 }`)
 	if d.HasErrors() {
 		t.Fatal(d)
 	}
 	if r.Gate != GateStatic || r.Bonus != BonusLinearCapped || r.Cap != defaultCap || r.BonusScale != 0.5 || r.Baseline != BaselineUnscheduled ||
-		r.Target != "h200-model" || r.Incorrect["replay"] != -1.5 || len(r.Incorrect) != 5 || r.MinBonus == nil || *r.MinBonus != -0.5 {
+		r.Target != "h200-model" || r.Incorrect["replay"] != -1.5 || len(r.Incorrect) != 5 || r.MinBonus == nil || *r.MinBonus != -0.5 ||
+		r.MaxBonus == nil || *r.MaxBonus != 2.5 || r.ConstructionBaseline != BaselineDatasetBest {
 		t.Fatalf("decoded %+v", r)
 	}
 	if err := r.Validate(); err != nil {
@@ -198,6 +210,9 @@ func TestDecodeRewardDiagnostics(t *testing.T) {
 		{"reward {\n target = \"a100-model\"\n}", "Invalid target", "cuda", 2},
 		{"reward {\n bonus = \"linear_capped\"\n cap = 0\n}", "Invalid cap", "positive", 3},
 		{"reward {\n cap = 2\n}", "Unused cap", "linear_capped", 2},
+		{"reward {\n bonus = \"rank_in_group\"\n max_bonus = 2\n}", "Unused max_bonus", "log_speedup", 3},
+		{"reward {\n min_bonus = -1\n max_bonus = -2\n}", "Invalid max_bonus", "below min_bonus -1", 3},
+		{"reward {\n construction_baseline = \"prompt\"\n}", "Invalid construction_baseline", "unscheduled, dataset_best", 2},
 		{"reward {\n bonus = \"rank_in_group\"\n min_bonus = -2\n}", "Unused min_bonus", "log_speedup", 3},
 		{"reward {\n min_bonus = \"low\"\n}", "Unsuitable value type", "a number is required", 2},
 		{"reward {\n incorrect = { decode = -1 }\n}", "Invalid incorrect", "no value for phase parse, replay, postproc, verify, numeric", 2},

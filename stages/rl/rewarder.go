@@ -203,10 +203,14 @@ func NewRewarder(ctx context.Context, spec RewardSpec, tasks []Task, opts Reward
 // unscheduled (the postprocessors give it the default thread binding), a
 // refinement task's source script for prompt (a construction task has
 // none: the dataset's best script stands in), the dataset's best script
-// for dataset_best. A script that does not get a latency leaves the task
+// for dataset_best; a construction task takes ConstructionBaseline when it
+// is set. A script that does not get a latency leaves the task
 // without a baseline, with the reason.
 func baseline(ctx context.Context, spec RewardSpec, t Task, j *judge.Judge) (*Baseline, string, error) {
 	kind := spec.Baseline
+	if t.Source == nil && spec.ConstructionBaseline != "" {
+		kind = spec.ConstructionBaseline
+	}
 	var script string
 	switch {
 	case kind == BaselineUnscheduled:

@@ -157,6 +157,10 @@ func TestRewarderRealJudgements(t *testing.T) {
 		{"static gate, prompt baseline", func(r *RewardSpec) { r.Gate = GateStatic }},
 		{"numeric gate, unscheduled baseline", func(r *RewardSpec) { r.Baseline = BaselineUnscheduled }},
 		{"static gate, dataset best, rank", func(r *RewardSpec) { r.Gate = GateStatic; r.Baseline = BaselineDatasetBest; r.Bonus = BonusRank }},
+		{"static gate, prompt baseline, construction unscheduled", func(r *RewardSpec) {
+			r.Gate = GateStatic
+			r.ConstructionBaseline = BaselineUnscheduled
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			spec := DefaultReward()
@@ -193,6 +197,10 @@ func TestRewarderRealJudgements(t *testing.T) {
 					// The target is strictly faster than the source.
 					if base.Kind != BaselinePrompt || !(*good.LogSpeedup > 0) {
 						t.Errorf("task %s: baseline %+v, log speedup %v", tk.ID, base, *good.LogSpeedup)
+					}
+				case spec.ConstructionBaseline == BaselineUnscheduled:
+					if base.Kind != BaselineUnscheduled {
+						t.Errorf("task %s: construction baseline %+v, want the unscheduled kernel", tk.ID, base)
 					}
 				case spec.Baseline == BaselinePrompt:
 					if base.Kind != "dataset_best (construction task)" {

@@ -40,7 +40,7 @@ import (
 
 // Version is the kind's version; bump it when the same parameters would give
 // different outputs.
-const Version = "1"
+const Version = "2"
 
 // Kind is the rl stage kind.
 type Kind struct{}
@@ -83,6 +83,11 @@ type GRPOSpec struct {
 	Temperature float64 `hcl:"temperature,optional" json:"temperature"`
 	TopK        int     `hcl:"top_k,optional" json:"top_k"`
 	MaxNew      int     `hcl:"max_new,optional" json:"max_new"`
+	// FullVocab: the updates' log-probs over the whole vocabulary, not
+	// renormalised over the tokens the grammar allowed (grpo.Config).
+	FullVocab bool `hcl:"full_vocab,optional" json:"full_vocab,omitempty"`
+	// FreeSamples of each group are sampled without the grammar.
+	FreeSamples int `hcl:"free_samples,optional" json:"free_samples,omitempty"`
 	// Batch is the completions per scoring pass (memory, not results).
 	Batch       int     `hcl:"batch,optional" json:"batch"`
 	LR          float64 `hcl:"lr,optional" json:"lr"`
@@ -118,6 +123,7 @@ func (g GRPOSpec) Config(seed int64) grpo.Config {
 	return grpo.Config{
 		Steps: g.Steps, PromptsPerStep: g.Prompts, Group: g.Group, Mu: g.Mu, Epsilon: g.Epsilon, Beta: g.Beta,
 		Temperature: g.Temperature, TopK: g.TopK, MaxNew: g.MaxNew, Stop: []int{eosID}, Batch: g.Batch,
+		FullVocab: g.FullVocab, FreeSamples: g.FreeSamples,
 		AdamW: dragon.AdamWConfig{LR: g.LR, MinLR: g.MinLR, Warmup: g.Warmup, Steps: decay, WeightDecay: g.WeightDecay,
 			Beta1: g.Beta1, Beta2: g.Beta2, Eps: g.Eps, Clip: g.Clip},
 		Seed: seed,
@@ -145,6 +151,7 @@ func (g GRPOSpec) validate() error {
 	fe(g.TopK >= 0, "top_k", "%d is negative", g.TopK)
 	fe(g.MaxNew > 0, "max_new", "%d is not positive", g.MaxNew)
 	fe(g.Batch >= 0, "batch", "%d is negative", g.Batch)
+	fe(g.FreeSamples >= 0 && g.FreeSamples < g.Group, "free_samples", "%d is not in [0, group %d): a group needs a constrained sample", g.FreeSamples, g.Group)
 	if err := g.Config(1).AdamW.Validate(); err != nil {
 		errs = append(errs, err)
 	}

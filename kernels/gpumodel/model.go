@@ -241,8 +241,8 @@ func (m *Model) kernel(k *KernelAnalysis, res *Resources) (KernelReport, error) 
 	if k.Threads > d.MaxThreadsPerBlock {
 		return kr, fmt.Errorf("%d threads per block, more than the device's %d", k.Threads, d.MaxThreadsPerBlock)
 	}
-	if k.Grid[0] > math.MaxInt32 || k.Grid[1] > 65535 || k.Grid[2] > 65535 {
-		return kr, fmt.Errorf("grid (%d, %d, %d) beyond the device's limits (2^31-1, 65535, 65535)", k.Grid[0], k.Grid[1], k.Grid[2])
+	if k.Grid[0] > d.MaxGrid[0] || k.Grid[1] > d.MaxGrid[1] || k.Grid[2] > d.MaxGrid[2] {
+		return kr, fmt.Errorf("grid (%d, %d, %d) beyond the device's limits %v", k.Grid[0], k.Grid[1], k.Grid[2], d.MaxGrid)
 	}
 	shared := k.SharedBytes
 	if res != nil {
@@ -268,7 +268,7 @@ func (m *Model) kernel(k *KernelAnalysis, res *Resources) (KernelReport, error) 
 	warpsPerBlock := (k.Threads + d.WarpSize - 1) / d.WarpSize
 	tw := warpsPerBlock * d.WarpSize
 	r8 := 8 * ((regs + 7) / 8)
-	b := min(d.MaxBlocksPerSM, d.MaxThreadsPerSM/tw, d.MaxWarpsPerSM/warpsPerBlock, d.RegsPerSM/(r8*tw), d.SharedPerSM/(shared+d.SharedReservedPerBlock))
+	b := min(d.MaxBlocksPerSM, d.MaxThreadsPerSM/tw, d.MaxWarpsPerSM/warpsPerBlock, d.RegsPerSM/(r8*tw), d.SharedPerSM/max(1, shared+d.SharedReservedPerBlock))
 	if b <= 0 {
 		return kr, fmt.Errorf("no block fits on an SM (%d threads × %d registers, %d B shared)", k.Threads, regs, shared)
 	}

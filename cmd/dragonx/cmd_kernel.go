@@ -16,7 +16,7 @@ import (
 var cmdKernel = &command{
 	subcommands: true,
 	name:        "kernel",
-	usage:       "kernel show|list|apply|sample|sweep|bench|calibrate|tune|corpus|dataset [flags] ...",
+	usage:       "kernel show|list|apply|sample|sweep|bench|calibrate|fidelity|tune|corpus|dataset [flags] ...",
 	short:       "build, list and schedule tensor programs (the kernels compiler)",
 	long: `Kernel works on the tensor programs dragonx tunes. A workload is a JSON spec
 naming a family and its parameters, e.g.
@@ -51,6 +51,10 @@ block by block ("family":"custom").
   kernel calibrate -measured FILE.csv [-target h200-model] [-o calibration.json]
                                     fit the model's free constants to measured
                                     latencies (see 'dragonx kernel calibrate -h')
+  kernel fidelity -measured FILE.csv [-target h100-model] [-calibration FILE] [-json]
+                                    how well the model ranks measured schedules:
+                                    per workload rank correlations, regret@1,
+                                    top-10% recall (see 'dragonx kernel fidelity -h')
   kernel tune -workload W -trials N [-target h100-model] [-db DIR] [-seed S] [-json]
                                     evolutionary search of the workload's
                                     schedules, measured on the target (see
@@ -78,7 +82,7 @@ unknown family or shape index given by flags) is a usage error, exit status 2.
 
 func runKernel(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("missing the kernel subcommand (show, list, apply, sample, sweep, bench, calibrate, tune, corpus, dataset)")
+		return usagef("missing the kernel subcommand (show, list, apply, sample, sweep, bench, calibrate, fidelity, tune, corpus, dataset)")
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
@@ -98,6 +102,8 @@ func runKernel(ctx context.Context, e *env, args []string) error {
 		return runKernelBench(ctx, e, args)
 	case "calibrate":
 		return runKernelCalibrate(ctx, e, args)
+	case "fidelity":
+		return runKernelFidelity(ctx, e, args)
 	case "tune":
 		return runKernelTune(ctx, e, args)
 	case "corpus":
@@ -105,7 +111,7 @@ func runKernel(ctx context.Context, e *env, args []string) error {
 	case "dataset":
 		return runKernelDataset(ctx, e, args)
 	}
-	return usagef("unknown kernel subcommand %q (want show, list, apply, sample, sweep, bench, calibrate, tune, corpus or dataset)", sub)
+	return usagef("unknown kernel subcommand %q (want show, list, apply, sample, sweep, bench, calibrate, fidelity, tune, corpus or dataset)", sub)
 }
 
 // workloadFlags selects a workload: a spec file, an inline spec, or a

@@ -2,21 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"dragonx/kernels/gpumodel"
-	"dragonx/kernels/lower"
-	"dragonx/kernels/trace"
-	"dragonx/kernels/verdict"
-	"dragonx/kernels/workload"
+	"dragonx/kernels/timings"
 )
 
 const kernelCalibrateHelp = `kernel calibrate fits the GPU model's free constants to measured latencies.
@@ -88,7 +81,7 @@ func runKernelCalibrate(ctx context.Context, e *env, args []string) error {
 	if fit != "" {
 		opts.Fit = strings.Split(fit, ",")
 	}
-	rows, err := readMeasured(ctx, measured)
+	rows, err := timings.Read(ctx, measured)
 	if err != nil {
 		return withCode(exitFailure, err)
 	}
@@ -96,9 +89,12 @@ func runKernelCalibrate(ctx context.Context, e *env, args []string) error {
 	sources := map[string]int{}
 	devices := map[string]int{}
 	for i, r := range rows {
-		samples[i] = r.sample
-		sources[r.source]++
-		devices[r.device]++
+		if r.Refused != "" {
+			return withCode(exitFailure, fmt.Errorf("%s line %d: the schedule fails the %s", measured, r.Line, r.Refused))
+		}
+		samples[i] = r.Sample()
+		sources[r.Source]++
+		devices[r.Device]++
 	}
 	res, err := m.Fit(samples, opts)
 	if err != nil {
@@ -157,112 +153,4 @@ func counts(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s: %d", name, m[k]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// measuredRow is a row of the calibration CSV, analysed.
-type measuredRow struct {
-	sample         gpumodel.Sample
-	device, source string
-}
-
-// readMeasured reads, checks, lowers and analyses the rows of a CSV.
-func readMeasured(ctx context.Context, path string) ([]measuredRow, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r := csv.NewReader(f)
-	r.FieldsPerRecord = -1
-	header, err := r.Read()
-	if err != nil {
-		return nil, fmt.Errorf("%s: header: %w", path, err)
-	}
-	col := map[string]int{}
-	for i, h := range header {
-		col[strings.TrimSpace(strings.ToLower(h))] = i
-	}
-	for _, need := range []string{"workload", "trace", "latency_s"} {
-		if _, ok := col[need]; !ok {
-			return nil, fmt.Errorf("%s: no %q column (header %q; want workload, trace, device, latency_s[, source])", path, need, strings.Join(header, ","))
-		}
-	}
-	dir := filepath.Dir(path)
-	get := func(rec []string, name string) string {
-		if i, ok := col[name]; ok && i < len(rec) {
-			return strings.TrimSpace(rec[i])
-		}
-		return ""
-	}
-	var out []measuredRow
-	for line := 2; ; line++ {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		row, err := analyseRow(ctx, dir, get(rec, "workload"), get(rec, "trace"), get(rec, "latency_s"))
-		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, line, err)
-		}
-		out = append(out, measuredRow{sample: row, device: get(rec, "device"), source: get(rec, "source")})
-	}
-	return out, nil
-}
-
-// analyseRow builds a row's workload, replays and checks its trace,
-// lowers and analyses it.
-func analyseRow(ctx context.Context, dir, wl, tr, lat string) (gpumodel.Sample, error) {
-	var s gpumodel.Sample
-	sec, err := strconv.ParseFloat(lat, 64)
-	if err != nil || !(sec > 0) {
-		return s, fmt.Errorf("latency_s %q: want a positive number of seconds", lat)
-	}
-	read := func(v, what string) ([]byte, error) {
-		if strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[") {
-			return []byte(v), nil
-		}
-		if v == "" {
-			return nil, fmt.Errorf("empty %s", what)
-		}
-		p := v
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		return readLimited(p, maxTraceBytes)
-	}
-	specData, err := read(wl, "workload")
-	if err != nil {
-		return s, err
-	}
-	f, err := workload.Build(specData)
-	if err != nil {
-		return s, err
-	}
-	traceData, err := read(tr, "trace")
-	if err != nil {
-		return s, err
-	}
-	t, err := trace.Parse(traceData)
-	if err != nil {
-		return s, fmt.Errorf("trace: %w", err)
-	}
-	v := verdict.CheckTrace(ctx, f, t, verdict.Options{})
-	if !v.OK {
-		return s, fmt.Errorf("the schedule fails the static check (phase %s): %s", v.Phase, v.Error)
-	}
-	p, err := lower.Lower(ctx, v.Func())
-	if err != nil {
-		return s, err
-	}
-	a, err := gpumodel.Analyze(ctx, p)
-	if err != nil {
-		return s, err
-	}
-	return gpumodel.Sample{Name: f.Name, Analysis: a, Seconds: sec}, nil
 }

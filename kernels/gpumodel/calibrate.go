@@ -192,7 +192,7 @@ func (m *Model) metrics(samples []Sample, which []int) Metrics {
 		out.Spearman, out.Kendall, out.MedianRelErr = math.NaN(), math.NaN(), math.NaN()
 		return out
 	}
-	out.Spearman = stat.Correlation(ranks(est), ranks(meas), nil)
+	out.Spearman = stat.Correlation(Ranks(est), Ranks(meas), nil)
 	out.Kendall = stat.Kendall(est, meas, nil)
 	sort.Float64s(rel)
 	out.MedianRelErr = stat.Quantile(0.5, stat.Empirical, rel, nil)
@@ -202,9 +202,9 @@ func (m *Model) metrics(samples []Sample, which []int) Metrics {
 	return out
 }
 
-// ranks returns the ranks of x (1-based, ties averaged): Spearman's
-// correlation is Pearson's on them.
-func ranks(x []float64) []float64 {
+// Ranks returns the ranks of x (1-based, ties averaged): Spearman's
+// correlation is Pearson's on them (kernels/fidelity uses it too).
+func Ranks(x []float64) []float64 {
 	order := make([]int, len(x))
 	for i := range order {
 		order[i] = i

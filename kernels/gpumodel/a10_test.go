@@ -1,8 +1,10 @@
 package gpumodel_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -154,5 +156,42 @@ func TestComputeUsesFP32Lanes(t *testing.T) {
 		if r.Kernels[0].Compute < r.RooflineSeconds*(1-1e-9) {
 			t.Errorf("%s: compute %.3g s, below the FP32 roofline %.3g s (%d lanes per SM)", target, r.Kernels[0].Compute, r.RooflineSeconds, m.Device().FP32LanesPerSM)
 		}
+	}
+}
+
+// TestGuardedFetchShared: a fetch loop with a remainder (33 × 128 lanes
+// for 4,160 elements, guarded by index < 4160) allocates its shared buffer
+// to the guard's bound, as TVM does, not over the whole loop (issue 28
+// cause 5: the model sized such buffers up to 10x too large). The schedule
+// is the C1D refinement source of stages/encode's test dataset.
+func TestGuardedFetchShared(t *testing.T) {
+	data, err := os.ReadFile("../../stages/encode/testdata/dataset/refinement.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Workload json.RawMessage `json:"workload"`
+		Source   struct {
+			Trace json.RawMessage `json:"trace"`
+		} `json:"source"`
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	if err := json.Unmarshal(lines[2], &rec); err != nil {
+		t.Fatal(err)
+	}
+	p := lowered(t, string(rec.Workload), rec.Source.Trace)
+	a, err := gpumodel.Analyze(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var padded int64
+	for _, al := range p.Kernels[0].Allocs {
+		if al.Flat.Name() == "PadInput_shared" {
+			padded = al.Bytes
+		}
+	}
+	want := p.Kernels[0].SharedBytes() - padded + 4160*4
+	if padded <= 4160*4 || a.Kernels[0].SharedBytes != want {
+		t.Errorf("shared bytes %d (PadInput_shared allocated %d B by lowering); want %d: the guarded fetch's 4,160 floats", a.Kernels[0].SharedBytes, padded, want)
 	}
 }

@@ -24,7 +24,8 @@ type KernelAnalysis struct {
 	Grid, Block [3]int64
 	// Blocks is the grid's size, Threads the block's.
 	Blocks, Threads int64
-	// SharedBytes per block, LocalBytes per thread (as allocated).
+	// SharedBytes per block (as allocated: a buffer that guarded stores
+	// fill sized to the guard), LocalBytes per thread.
 	SharedBytes, LocalBytes int64
 	// LocalWords is the 32-bit registers the local buffers need: the
 	// elements their stores reach, for the buffers only unrolled loops
@@ -119,8 +120,10 @@ type walker struct {
 	addr      [64]int64    // scratch for lane addresses
 	vars      []*ir.Var    // the variables of varsIdx
 	varsIdx   ir.Expr
-	storeVars []*ir.Var    // the variables of the store being walked
-	vt        []frame      // the vthread loops the store being walked uses
+	storeVars []*ir.Var // the variables of the store being walked
+	vt        []frame   // the vthread loops the store being walked uses
+	guards    []ir.Expr // the conditions of the Ifs around the statement
+	reach     []sharedReach
 	locals    []localUse   // registers of the local buffers
 	terms     []laneTerm   // scratch: the lane-dependent terms of an index
 	prog      []instr      // scratch: their compiled code
@@ -132,6 +135,15 @@ type walker struct {
 	pVec *ir.Var
 	pC   int64
 	pOK  bool
+}
+
+// sharedReach is the elements of a shared buffer its stores reach when
+// every store is guarded by index < bound (a fetch loop with a remainder);
+// bounded is false once a store is not.
+type sharedReach struct {
+	b       *ir.Buffer
+	n       int64
+	bounded bool
 }
 
 type localUse struct {
@@ -162,7 +174,7 @@ func (w *walker) kernel(k *lower.Kernel) (KernelAnalysis, error) {
 	w.pIdx, w.pVec, w.varsIdx = nil, nil, nil
 	w.steps, w.next, w.loops, w.bufs = w.steps[:0], 0, w.loops[:0], w.bufs[:0]
 	w.ilpW, w.memW, w.reqs, w.secReq = 0, 0, 0, 0
-	w.scopes, w.locals = w.scopes[:0], w.locals[:0]
+	w.scopes, w.locals, w.guards, w.reach = w.scopes[:0], w.locals[:0], w.guards[:0], w.reach[:0]
 	for _, al := range k.Allocs {
 		w.scopes = append(w.scopes, scopeOf{al.Flat, al.Scope})
 	}
@@ -193,6 +205,21 @@ func (w *walker) kernel(k *lower.Kernel) (KernelAnalysis, error) {
 	}
 	for _, b := range w.bufs {
 		ka.Footprint += float64(b.NumElements() * int64(b.DType().Bytes()))
+	}
+	// A shared buffer that only guarded stores fill is allocated to the
+	// guard's bound (TVM compacts it with the predicate), not over the
+	// whole fetch loop.
+	for _, r := range w.reach {
+		if !r.bounded {
+			continue
+		}
+		for _, al := range k.Allocs {
+			if al.Flat == r.b && al.Scope == lower.ScopeShared {
+				if real := r.n * int64(r.b.DType().Bytes()); real < al.Bytes {
+					ka.SharedBytes -= al.Bytes - real
+				}
+			}
+		}
 	}
 	return ka, nil
 }
@@ -293,7 +320,13 @@ func (w *walker) stmts(body []lower.Stmt, mult float64, maxStep int64) {
 					}
 				}
 			}
+			if !s.Init {
+				w.guards = append(w.guards, s.Cond)
+			}
 			w.stmts(s.Then, m, maxStep)
+			if !s.Init {
+				w.guards = w.guards[:len(w.guards)-1]
+			}
 			w.stmts(s.Else, m, maxStep)
 		case *lower.Barrier:
 			w.ka.Barriers += mult
@@ -465,8 +498,11 @@ func (w *walker) store(s *lower.Store, mult float64) {
 	if fp > 0 {
 		w.ilpW += mult * fp * w.ilp(s.Index)
 	}
-	if w.scope(s.Buffer) == lower.ScopeLocal {
+	switch w.scope(s.Buffer) {
+	case lower.ScopeLocal:
 		w.localWords(s)
+	case lower.ScopeShared:
+		w.sharedReach(s)
 	}
 	w.storeVars = collectVars(s.Index, w.storeVars[:0])
 	ka.StageWords = max(ka.StageWords, w.staging(s.Value))
@@ -590,6 +626,28 @@ func (w *walker) localWords(s *lower.Store) {
 	l := w.local(s.Buffer)
 	l.words = max(l.words, words)
 	l.memory = l.memory || !inRegs
+}
+
+// sharedReach records the elements a shared store reaches: the bound C
+// of an enclosing guard index < C on the store's own index, or the whole
+// buffer.
+func (w *walker) sharedReach(s *lower.Store) {
+	n, bounded := s.Buffer.NumElements(), false
+	for _, g := range w.guards {
+		if b, ok := g.(*ir.Binary); ok && b.Op() == ir.OpLT {
+			if c, ok := b.B().(*ir.IntImm); ok && c.Value() < n && ir.EqualExpr(b.A(), s.Index) {
+				n, bounded = c.Value(), true
+			}
+		}
+	}
+	for i := range w.reach {
+		if w.reach[i].b == s.Buffer {
+			w.reach[i].n = max(w.reach[i].n, n)
+			w.reach[i].bounded = w.reach[i].bounded && bounded
+			return
+		}
+	}
+	w.reach = append(w.reach, sharedReach{s.Buffer, n, bounded})
 }
 
 // local returns the record of a local buffer, adding it.

@@ -501,11 +501,14 @@ func (w *walker) store(s *lower.Store, mult float64) {
 	switch w.scope(s.Buffer) {
 	case lower.ScopeLocal:
 		w.localWords(s)
+		// The operands an update of a register tile holds (a copy into
+		// shared or global memory, even unrolled, keeps a value only
+		// from its load to its store).
+		w.storeVars = collectVars(s.Index, w.storeVars[:0])
+		ka.StageWords = max(ka.StageWords, w.staging(s.Value))
 	case lower.ScopeShared:
 		w.sharedReach(s)
 	}
-	w.storeVars = collectVars(s.Index, w.storeVars[:0])
-	ka.StageWords = max(ka.StageWords, w.staging(s.Value))
 	w.access(s.Buffer, s.Index, req, vv, ve)
 	w.loads(s.Value, req, vv, ve)
 }

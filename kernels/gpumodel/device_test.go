@@ -84,3 +84,27 @@ func TestDeviceTableRejects(t *testing.T) {
 		t.Errorf("an unknown key: no error")
 	}
 }
+
+// FuzzParseDeviceTable: any input is refused or gives devices whose
+// limits are positive (no panic, no device with a zero divisor).
+func FuzzParseDeviceTable(f *testing.F) {
+	tab, err := gpumodel.EmbeddedDeviceTable()
+	if err != nil {
+		f.Fatal(err)
+	}
+	data, _ := json.Marshal(tab)
+	f.Add(data)
+	f.Add([]byte(`{"devices":[{"target":"x-model"}]}`))
+	f.Add([]byte(`{"sources":{},"devices":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tab, err := gpumodel.ParseDeviceTable(data)
+		if err != nil {
+			return
+		}
+		for _, d := range tab.Devices {
+			if d.SMs <= 0 || d.WarpSize <= 0 || d.MaxThreadsPerSM <= 0 || d.RegsPerSM <= 0 || d.ClockHz <= 0 || d.FP32LanesPerSM <= 0 {
+				t.Errorf("%s: accepted with a non-positive limit: %+v", d.Target, d)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package gpumodel_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"math"
@@ -157,37 +158,31 @@ func TestCopyHoldsNoRegisters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := spec.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ds, err := sample.DrawSpec(ctx, spec, 1, 32, sample.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range ds {
-		if !d.OK() {
-			continue
-		}
-		v := verdict.CheckTrace(ctx, f, d.Trace, verdict.Options{})
-		if !v.OK {
-			t.Fatal(v.Error)
-		}
-		p, err := lower.Lower(ctx, v.Func())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(p.String(), "for ax0_ax1_ax2_ax3_fused_0 in [0, 228) serial") {
-			t.Fatalf("draw %d: not the schedule with the 228-iteration fetch:\n%s", d.Index, p)
-		}
-		a, err := gpumodel.Analyze(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if k := a.Kernels[0]; k.StageWords > 32 {
-			t.Errorf("draw %d: %g staged operand registers (local words %d), want the update's few", d.Index, k.StageWords, k.LocalWords)
-		}
-		return
+	i := slices.IndexFunc(ds, func(d *sample.Sample) bool { return d.OK() })
+	if i < 0 {
+		t.Fatal("no accepted draw")
 	}
-	t.Fatal("no accepted draw")
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traceJSON, err := ds[i].Trace.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := lowered(t, string(specJSON), traceJSON)
+	if !strings.Contains(p.String(), "for ax0_ax1_ax2_ax3_fused_0 in [0, 228) serial") {
+		t.Fatalf("not the schedule with the 228-iteration fetch:\n%s", p)
+	}
+	a, err := gpumodel.Analyze(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := a.Kernels[0]; k.StageWords > 32 {
+		t.Errorf("%g staged operand registers (local words %d), want the update's few", k.StageWords, k.LocalWords)
+	}
 }

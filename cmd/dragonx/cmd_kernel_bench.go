@@ -122,6 +122,7 @@ type benchKernelJSON struct {
 	WaveEfficiency float64  `json:"wave_efficiency"`
 	ComputeS       float64  `json:"compute_s"`
 	MemoryS        float64  `json:"memory_s"`
+	LocalS         float64  `json:"local_s,omitempty"` // local memory: arrays not in registers, spills
 	SharedS        float64  `json:"shared_s"`
 	SyncS          float64  `json:"sync_s"`
 	LaunchS        float64  `json:"launch_s"`
@@ -207,9 +208,13 @@ func runKernelBench(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "FP32 roofline %.4g s\n", out.RooflineS)
 	}
 	for _, k := range out.Kernels {
-		fmt.Fprintf(e.stdout, "kernel %s: grid(%d, %d, %d) block(%d, %d, %d), %d registers, %d blocks/SM, occupancy %.2f, %d wave(s) at %.2f: compute %.3g s, memory %.3g s, shared %.3g s, barriers %.3g s, launch %.3g s: %.4g s, %s-bound\n",
+		local := ""
+		if k.LocalS > 0 || k.Spilled > 0 {
+			local = fmt.Sprintf(", local memory %.3g s (%d registers spilled)", k.LocalS, k.Spilled)
+		}
+		fmt.Fprintf(e.stdout, "kernel %s: grid(%d, %d, %d) block(%d, %d, %d), %d registers, %d blocks/SM, occupancy %.2f, %d wave(s) at %.2f: compute %.3g s, memory %.3g s%s, shared %.3g s, barriers %.3g s, launch %.3g s: %.4g s, %s-bound\n",
 			k.Name, k.Grid[0], k.Grid[1], k.Grid[2], k.Block[0], k.Block[1], k.Block[2], k.Registers, k.BlocksPerSM, k.Occupancy, k.Waves, k.WaveEfficiency,
-			k.ComputeS, k.MemoryS, k.SharedS, k.SyncS, k.LaunchS, k.Seconds, k.Bound)
+			k.ComputeS, k.MemoryS, local, k.SharedS, k.SyncS, k.LaunchS, k.Seconds, k.Bound)
 	}
 	return nil
 }
@@ -236,7 +241,7 @@ func benchProgram(ctx context.Context, src latency.Source, p *lower.Program) (*b
 		out.Kernels = append(out.Kernels, benchKernelJSON{
 			Name: k.Name, Grid: ka.Grid, Block: ka.Block, Registers: k.Registers, Spilled: k.Spilled,
 			BlocksPerSM: k.BlocksPerSM, Occupancy: k.Occupancy, Waves: k.Waves, WaveEfficiency: k.WaveEfficiency,
-			ComputeS: k.Compute, MemoryS: k.Memory, SharedS: k.Shared, SyncS: k.Sync, LaunchS: k.Launch,
+			ComputeS: k.Compute, MemoryS: k.Memory, LocalS: k.Local, SharedS: k.Shared, SyncS: k.Sync, LaunchS: k.Launch,
 			Seconds: k.Seconds, Bound: k.Bound,
 		})
 	}

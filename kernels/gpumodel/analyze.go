@@ -24,7 +24,8 @@ type KernelAnalysis struct {
 	Grid, Block [3]int64
 	// Blocks is the grid's size, Threads the block's.
 	Blocks, Threads int64
-	// SharedBytes per block, LocalBytes per thread (as allocated).
+	// SharedBytes per block (as allocated: a buffer that guarded stores
+	// fill sized to the guard), LocalBytes per thread.
 	SharedBytes, LocalBytes int64
 	// LocalWords is the 32-bit registers the local buffers need: the
 	// elements their stores reach, for the buffers only unrolled loops
@@ -33,6 +34,15 @@ type KernelAnalysis struct {
 	// any store).
 	LocalWords int64
 	StageWords float64
+	// LocalMemBytes is the bytes per thread of the local buffers that live
+	// in local memory (indexed by a loop that is not unrolled: registers
+	// are not addressable), LocalMemAccesses their loads and stores per
+	// thread (each a warp request of 32 interleaved words, through L1);
+	// RegAccesses the loads and stores per thread of the local buffers
+	// held in registers (free, unless registers spill: then the spilled
+	// share of them goes to local memory).
+	LocalMemBytes                 int64
+	LocalMemAccesses, RegAccesses float64
 	// MaxVectorBytes is the widest vector access.
 	MaxVectorBytes int64
 	// Per thread: FLOPs, FP instruction issues (an FMA is one),
@@ -62,7 +72,7 @@ func Analyze(ctx context.Context, p *lower.Program) (*Analysis, error) {
 	a := &Analysis{Program: p.Name, Kernels: make([]KernelAnalysis, 0, len(p.Kernels))}
 	w := walker{
 		steps: make([]int64, 0, 64), loops: make([]frame, 0, 16), bufs: make([]*ir.Buffer, 0, 8),
-		scopes: make([]scopeOf, 0, 8), vars: make([]*ir.Var, 0, 32), locals: make([]localUse, 0, 4),
+		scopes: make([]scopeOf, 0, 8), vars: make([]*ir.Var, 0, 32), locals: make([]localUse, 0, 4), vt: make([]frame, 0, 4),
 		terms: make([]laneTerm, 0, 16), prog: make([]instr, 0, 128), storeVars: make([]*ir.Var, 0, 16),
 	}
 	for _, k := range p.Kernels {
@@ -84,6 +94,13 @@ type frame struct {
 	extent   int64
 	unrolled bool
 	vector   bool
+	// vthread marks a vthread loop: TVM's InjectVirtualThread runs the
+	// statements that do not use its variable once and interleaves V
+	// copies of those that do, innermost (see vthreads).
+	vthread bool
+	// byCompiler marks a loop only nvcc unrolls (no pragma, beyond TVM's
+	// auto_unroll_max_step).
+	byCompiler bool
 }
 
 // walker walks a kernel body; its slices are reused across kernels.
@@ -103,7 +120,10 @@ type walker struct {
 	addr      [64]int64    // scratch for lane addresses
 	vars      []*ir.Var    // the variables of varsIdx
 	varsIdx   ir.Expr
-	storeVars []*ir.Var    // the variables of the store being walked
+	storeVars []*ir.Var // the variables of the store being walked
+	vt        []frame   // the vthread loops the store being walked uses
+	guards    []ir.Expr // the conditions of the Ifs around the statement
+	reach     []sharedReach
 	locals    []localUse   // registers of the local buffers
 	terms     []laneTerm   // scratch: the lane-dependent terms of an index
 	prog      []instr      // scratch: their compiled code
@@ -117,10 +137,20 @@ type walker struct {
 	pOK  bool
 }
 
+// sharedReach is the elements of a shared buffer its stores reach when
+// every store is guarded by index < bound (a fetch loop with a remainder);
+// bounded is false once a store is not.
+type sharedReach struct {
+	b       *ir.Buffer
+	n       int64
+	bounded bool
+}
+
 type localUse struct {
-	b      *ir.Buffer
-	words  int64
-	memory bool // in local memory, not registers
+	b        *ir.Buffer
+	words    int64
+	memory   bool    // in local memory, not registers
+	accesses float64 // loads and stores per thread
 }
 
 type scopeOf struct {
@@ -144,7 +174,7 @@ func (w *walker) kernel(k *lower.Kernel) (KernelAnalysis, error) {
 	w.pIdx, w.pVec, w.varsIdx = nil, nil, nil
 	w.steps, w.next, w.loops, w.bufs = w.steps[:0], 0, w.loops[:0], w.bufs[:0]
 	w.ilpW, w.memW, w.reqs, w.secReq = 0, 0, 0, 0
-	w.scopes, w.locals = w.scopes[:0], w.locals[:0]
+	w.scopes, w.locals, w.guards, w.reach = w.scopes[:0], w.locals[:0], w.guards[:0], w.reach[:0]
 	for _, al := range k.Allocs {
 		w.scopes = append(w.scopes, scopeOf{al.Flat, al.Scope})
 	}
@@ -164,12 +194,32 @@ func (w *walker) kernel(k *lower.Kernel) (KernelAnalysis, error) {
 		ka.MemILP, ka.BytesPerRequest = 1, 0
 	}
 	for _, l := range w.locals {
-		if !l.memory {
+		if l.memory {
+			ka.LocalMemBytes += l.b.NumElements() * int64(l.b.DType().Bytes())
+			ka.LocalMemAccesses += l.accesses
+			ka.LSInstr += l.accesses
+		} else {
 			ka.LocalWords += l.words
+			ka.RegAccesses += l.accesses
 		}
 	}
 	for _, b := range w.bufs {
 		ka.Footprint += float64(b.NumElements() * int64(b.DType().Bytes()))
+	}
+	// A shared buffer that only guarded stores fill is allocated to the
+	// guard's bound (TVM compacts it with the predicate), not over the
+	// whole fetch loop.
+	for _, r := range w.reach {
+		if !r.bounded {
+			continue
+		}
+		for _, al := range k.Allocs {
+			if al.Flat == r.b && al.Scope == lower.ScopeShared {
+				if real := r.n * int64(r.b.DType().Bytes()); real < al.Bytes {
+					ka.SharedBytes -= al.Bytes - real
+				}
+			}
+		}
 	}
 	return ka, nil
 }
@@ -241,12 +291,20 @@ func (w *walker) stmts(body []lower.Stmt, mult float64, maxStep int64) {
 			if s.UnrollMaxStep > 0 {
 				ms = s.UnrollMaxStep
 			}
+			// Unrolled by its kind, by TVM's unroll pass, or by nvcc.
 			unrolled := s.Kind != lower.Serial || steps <= ms
+			byCompiler := !unrolled && steps <= nvccUnrollSteps
+			unrolled = unrolled || byCompiler
 			if !unrolled && ext > 1 {
 				w.ka.LoopIters += mult * float64(ext)
 			}
-			w.loops = append(w.loops, frame{v: s.Var, extent: ext, unrolled: unrolled, vector: s.Kind == lower.Vectorized})
-			w.stmts(s.Body, mult*float64(ext), ms)
+			vt := s.Kind == lower.VThread
+			w.loops = append(w.loops, frame{v: s.Var, extent: ext, unrolled: unrolled, vector: s.Kind == lower.Vectorized, vthread: vt, byCompiler: byCompiler})
+			if vt {
+				w.stmts(s.Body, mult, ms) // each statement multiplies by the vthreads it uses
+			} else {
+				w.stmts(s.Body, mult*float64(ext), ms)
+			}
 			w.loops = w.loops[:len(w.loops)-1]
 		case *lower.Block:
 			w.stmts(s.Body, mult, maxStep)
@@ -262,7 +320,13 @@ func (w *walker) stmts(body []lower.Stmt, mult float64, maxStep int64) {
 					}
 				}
 			}
+			if !s.Init {
+				w.guards = append(w.guards, s.Cond)
+			}
 			w.stmts(s.Then, m, maxStep)
+			if !s.Init {
+				w.guards = w.guards[:len(w.guards)-1]
+			}
 			w.stmts(s.Else, m, maxStep)
 		case *lower.Barrier:
 			w.ka.Barriers += mult
@@ -325,7 +389,7 @@ func (w *walker) ilp(idx ir.Expr) float64 {
 	n := 1.0
 	for i := len(w.loops) - 1; i >= 0; i-- {
 		f := w.loops[i]
-		if f.extent <= 1 {
+		if f.extent <= 1 || f.vthread {
 			continue
 		}
 		if !f.unrolled {
@@ -334,6 +398,10 @@ func (w *walker) ilp(idx ir.Expr) float64 {
 		if slices.Contains(w.vars, f.v) {
 			n *= float64(f.extent)
 		}
+	}
+	// The vthread copies of the store are interleaved innermost.
+	for _, f := range w.vt {
+		n *= w.distinct(idx, f)
 	}
 	return n
 }
@@ -348,7 +416,7 @@ func (w *walker) reuse(idx ir.Expr) float64 {
 	n := 1.0
 	for i := len(w.loops) - 1; i >= 0; i-- {
 		f := w.loops[i]
-		if f.extent <= 1 || f.vector {
+		if f.extent <= 1 || f.vector || f.vthread {
 			continue
 		}
 		if !f.unrolled {
@@ -357,6 +425,11 @@ func (w *walker) reuse(idx ir.Expr) float64 {
 		if !slices.Contains(w.vars, f.v) {
 			n *= float64(f.extent)
 		}
+	}
+	// The vthread copies of a store read an address they share once
+	// (the compiler eliminates the common loads).
+	for _, f := range w.vt {
+		n *= float64(f.extent) / w.distinct(idx, f)
 	}
 	return n
 }
@@ -369,7 +442,7 @@ func (w *walker) mergeable(idx ir.Expr, elem int64) (*ir.Var, int64) {
 	w.varsOf(idx)
 	for i := len(w.loops) - 1; i >= 0; i-- {
 		f := w.loops[i]
-		if f.extent <= 1 {
+		if f.extent <= 1 || f.vthread {
 			continue
 		}
 		if !f.unrolled || f.vector {
@@ -411,6 +484,7 @@ func (w *walker) scope(b *ir.Buffer) lower.Scope {
 
 // store counts a store run mult times per thread.
 func (w *walker) store(s *lower.Store, mult float64) {
+	mult *= w.vthreads(s)
 	vv, ve := w.vectorLoop()
 	req := mult / float64(ve) // one request per vector
 	fp, flops, sfu := exprOps(s.Value)
@@ -424,32 +498,116 @@ func (w *walker) store(s *lower.Store, mult float64) {
 	if fp > 0 {
 		w.ilpW += mult * fp * w.ilp(s.Index)
 	}
-	if w.scope(s.Buffer) == lower.ScopeLocal {
+	switch w.scope(s.Buffer) {
+	case lower.ScopeLocal:
 		w.localWords(s)
+		// The operands an update of a register tile holds (a copy into
+		// shared or global memory, even unrolled, keeps a value only
+		// from its load to its store).
+		w.storeVars = collectVars(s.Index, w.storeVars[:0])
+		ka.StageWords = max(ka.StageWords, w.staging(s.Value))
+	case lower.ScopeShared:
+		w.sharedReach(s)
 	}
-	w.storeVars = collectVars(s.Index, w.storeVars[:0])
-	ka.StageWords = max(ka.StageWords, w.staging(s.Value))
 	w.access(s.Buffer, s.Index, req, vv, ve)
 	w.loads(s.Value, req, vv, ve)
 }
 
-// smallLoop is the longest loop nvcc unrolls by itself, without a pragma,
-// for the purpose of keeping an array it indexes in registers (an
-// estimate: nvcc's heuristics weigh the body too).
-const smallLoop = 8
+// nvccUnrollSteps is the most steps (statements × iterations, as
+// countSteps counts them) of a constant-trip loop nest that nvcc unrolls
+// fully by itself, without a pragma. LLVM's full-unroll threshold is 300
+// IR instructions at -O3, raised up to 4x (unroll-max-percent-threshold-
+// boost) when unrolling simplifies the body, as it does when an array's
+// indices become constants and it moves to registers: ~1200 instructions,
+// ~4-5 per statement. On the A10 timings (docs/gpu-model.md) 256 ranks
+// best of 32, 128, 256, 512, 1024; 128-1024 differ little.
+const nvccUnrollSteps = 256
 
-// smallArray is the most words of an array that loops nvcc unrolls by
-// itself keep in registers (an estimate, as smallLoop).
-const smallArray = 64
+// nvccArrayWords is the most words of a local array that nvcc's own
+// unrolling keeps in registers; a larger one, indexed by a loop only nvcc
+// would unroll, stays in local memory (nvcc does not unroll a loop whose
+// unrolled body would hold that many live values). Against ptxas
+// (TestRegisterEstimate: C2D, GMM, CBR kernels with arrays of hundreds
+// of words get ptxas's 56-92 registers, not 255); on the A10 timings any
+// cap from 64 to 256 ranks the same.
+const nvccArrayWords = 64
+
+// vthreads returns the copies of a store that the vthread loops around it
+// make: the product of the extents of those whose variable its index or
+// value uses (TVM's InjectVirtualThread duplicates only those; a store
+// that uses none, e.g. a cooperative fetch into shared memory, runs
+// once per thread). It records them in w.vt for ilp, reuse and held.
+func (w *walker) vthreads(s *lower.Store) float64 {
+	w.vt = w.vt[:0]
+	n := 1.0
+	for _, f := range w.loops {
+		if !f.vthread || f.extent <= 1 {
+			continue
+		}
+		if usesVar(s.Index, f.v) || usesVar(s.Value, f.v) {
+			w.vt = append(w.vt, f)
+			n *= float64(f.extent)
+		}
+	}
+	return n
+}
+
+// distinct returns how many distinct values idx takes over the vthread
+// loop f (the other variables fixed): a fused vthread's copies share the
+// addresses of the part of the fusion an index does not use.
+func (w *walker) distinct(idx ir.Expr, f frame) float64 {
+	if !usesVar(idx, f.v) {
+		return 1
+	}
+	e := laneEnv{vec: f.v}
+	var seen [64]int64
+	n := 0
+	for v := range min(f.extent, int64(len(seen))) {
+		e.v = v
+		x, ok := e.eval(idx)
+		if !ok {
+			return float64(f.extent)
+		}
+		if !slices.Contains(seen[:n], x) {
+			seen[n] = x
+			n++
+		}
+	}
+	if f.extent > int64(len(seen)) {
+		return float64(n) * float64(f.extent) / float64(len(seen))
+	}
+	return float64(n)
+}
+
+// usesVar reports whether e uses v.
+func usesVar(e ir.Expr, v *ir.Var) bool {
+	switch x := e.(type) {
+	case *ir.Var:
+		return x == v
+	case *ir.Binary:
+		return usesVar(x.A(), v) || usesVar(x.B(), v)
+	case *ir.Not:
+		return usesVar(x.A(), v)
+	case *ir.Select:
+		return usesVar(x.Cond(), v) || usesVar(x.True(), v) || usesVar(x.False(), v)
+	case *ir.Cast:
+		return usesVar(x.A(), v)
+	case *ir.Call:
+		return slices.ContainsFunc(x.Args(), func(a ir.Expr) bool { return usesVar(a, v) })
+	case *ir.BufferLoad:
+		return slices.ContainsFunc(x.Indices(), func(a ir.Expr) bool { return usesVar(a, v) })
+	}
+	return false
+}
 
 // localWords records the registers of a local buffer: the elements its
 // stores reach over the loops around them (the lowered local buffer may
 // be compacted over more, e.g. across vthreads), at most its size.
 //
-// An array indexed by a loop that is not unrolled (longer than
-// smallLoop, or short ones reaching more than smallArray words) cannot
-// live in registers (they are not addressable): the compiler puts it in
-// local memory, and it counts no register.
+// An array indexed by a loop that is not unrolled (by its kind, TVM's
+// unroll pass or nvcc: see stmts) cannot live in registers (they are not
+// addressable): the compiler puts the whole buffer in local memory, and
+// it counts no register.
 func (w *walker) localWords(s *lower.Store) {
 	w.varsOf(s.Index)
 	n := int64(1)
@@ -458,24 +616,52 @@ func (w *walker) localWords(s *lower.Store) {
 		if slices.Contains(w.vars, f.v) {
 			n *= max(f.extent, 1)
 			if !f.unrolled && f.extent > 1 {
-				byCompiler = true
-				inRegs = inRegs && f.extent <= smallLoop
+				inRegs = false
 			}
+			byCompiler = byCompiler || f.byCompiler
 		}
 	}
 	n = min(n, s.Buffer.NumElements())
 	words := (n*int64(s.Buffer.DType().Bytes()) + 3) / 4
-	if byCompiler && words > smallArray {
+	if byCompiler && words > nvccArrayWords {
 		inRegs = false
 	}
-	for i := range w.locals {
-		if w.locals[i].b == s.Buffer {
-			w.locals[i].words = max(w.locals[i].words, words)
-			w.locals[i].memory = w.locals[i].memory || !inRegs
+	l := w.local(s.Buffer)
+	l.words = max(l.words, words)
+	l.memory = l.memory || !inRegs
+}
+
+// sharedReach records the elements a shared store reaches: the bound C
+// of an enclosing guard index < C on the store's own index, or the whole
+// buffer.
+func (w *walker) sharedReach(s *lower.Store) {
+	n, bounded := s.Buffer.NumElements(), false
+	for _, g := range w.guards {
+		if b, ok := g.(*ir.Binary); ok && b.Op() == ir.OpLT {
+			if c, ok := b.B().(*ir.IntImm); ok && c.Value() < n && ir.EqualExpr(b.A(), s.Index) {
+				n, bounded = c.Value(), true
+			}
+		}
+	}
+	for i := range w.reach {
+		if w.reach[i].b == s.Buffer {
+			w.reach[i].n = max(w.reach[i].n, n)
+			w.reach[i].bounded = w.reach[i].bounded && bounded
 			return
 		}
 	}
-	w.locals = append(w.locals, localUse{s.Buffer, words, !inRegs})
+	w.reach = append(w.reach, sharedReach{s.Buffer, n, bounded})
+}
+
+// local returns the record of a local buffer, adding it.
+func (w *walker) local(b *ir.Buffer) *localUse {
+	for i := range w.locals {
+		if w.locals[i].b == b {
+			return &w.locals[i]
+		}
+	}
+	w.locals = append(w.locals, localUse{b: b})
+	return &w.locals[len(w.locals)-1]
 }
 
 // held returns the registers a load's values take across the unrolled
@@ -490,7 +676,7 @@ func (w *walker) held(idx ir.Expr) float64 {
 	n := 1.0
 	for i := len(w.loops) - 1; i >= 0; i-- {
 		f := w.loops[i]
-		if f.extent <= 1 {
+		if f.extent <= 1 || f.vthread {
 			continue
 		}
 		if !f.unrolled {
@@ -499,6 +685,9 @@ func (w *walker) held(idx ir.Expr) float64 {
 		if slices.Contains(w.vars, f.v) && slices.Contains(w.storeVars, f.v) {
 			n *= float64(f.extent)
 		}
+	}
+	for _, f := range w.vt {
+		n *= w.distinct(idx, f)
 	}
 	return n
 }
@@ -571,7 +760,9 @@ func (w *walker) loads(e ir.Expr, req float64, vv *ir.Var, ve int64) {
 func (w *walker) access(b *ir.Buffer, idx ir.Expr, req float64, vv *ir.Var, ve int64) {
 	sc := w.scope(b)
 	if sc == lower.ScopeLocal {
-		return // registers
+		// Registers or local memory: decided when the walk ends.
+		w.local(b).accesses += req
+		return
 	}
 	elem := int64(b.DType().Bytes())
 	if vb := ve * elem; vb > w.ka.MaxVectorBytes {

@@ -584,38 +584,38 @@ func (w *walker) wavefronts(idx ir.Expr, elem int64, vv *ir.Var, ve int64) int64
 	}
 	// Distinct words per bank: a few per bank in practice, kept in a
 	// small table (a bank beyond its slots is counted exactly by sorting).
-	var slots [32][8]int64
-	var count [32]int64
-	distinct, worst, overflow := int64(0), int64(1), false
-	for l := range w.lanes {
-		first := floorDiv(w.addr[l]*elem, 4)
-		for i := range words {
-			id := first + i
-			b := id & 31
-			seen := false
-			for _, x := range slots[b][:min(count[b], 8)] {
-				if x == id {
-					seen = true
-					break
+	// A 64- or 128-bit access is served in 2 or 4 phases of 16 or 8 lanes
+	// (half and quarter warps), each at least one wavefront, with the bank
+	// conflicts counted within a phase.
+	phase := w.lanes
+	if words > 1 {
+		phase = max(1, 32/words)
+	}
+	total := int64(0)
+	for start := int64(0); start < w.lanes; start += phase {
+		var slots [32][8]int64
+		var count [32]int64
+		distinct, worst := int64(0), int64(1)
+		for l := start; l < min(start+phase, w.lanes); l++ {
+			first := floorDiv(w.addr[l]*elem, 4)
+			for i := range words {
+				id := first + i
+				b := id & 31
+				if slices.Contains(slots[b][:min(count[b], 8)], id) {
+					continue
 				}
+				if count[b] >= 8 {
+					return w.wavefrontsSorted(elem, words)
+				}
+				slots[b][count[b]] = id
+				count[b]++
+				distinct++
+				worst = max(worst, count[b])
 			}
-			if seen {
-				continue
-			}
-			if count[b] >= 8 {
-				overflow = true
-				break
-			}
-			slots[b][count[b]] = id
-			count[b]++
-			distinct++
-			worst = max(worst, count[b])
 		}
+		total += max(worst, (distinct*4+127)/128)
 	}
-	if overflow {
-		return w.wavefrontsSorted(elem, words)
-	}
-	return max(worst, (distinct*4+127)/128)
+	return total
 }
 
 // wavefrontsSorted counts the wavefronts of w.addr by sorting its words.

@@ -47,6 +47,14 @@ import (
 	"dragonx/kernels/lower"
 )
 
+// Version is the model's version: bump it when the same program and
+// constants give different estimates, and with it the version of every
+// stage kind that calls the model (harvest, sft, rl, bench), so that the
+// cache does not serve latencies of the old model. 2: issue 28 (vthread,
+// local memory, nvcc's unrolling, overlap by residency, register capping,
+// FP32 lanes, the device table as data).
+const Version = "2"
+
 // Options configure a Model.
 type Options struct {
 	// Params are the free constants; nil means DefaultParams (or a
@@ -187,10 +195,12 @@ type KernelReport struct {
 	IssueEfficiency, MemEfficiency float64
 	// DRAMBytes, L2Bytes: modelled traffic.
 	DRAMBytes, L2Bytes float64
-	// The times: Compute, Memory, Shared, Sync, Launch; Seconds their
-	// combination; Bound the largest of compute, memory, shared.
-	Compute, Memory, Shared, Sync, Launch, Seconds float64
-	Bound                                          string
+	// The times: Compute, Memory (global), Local (local memory: arrays
+	// that are not in registers, spills), Shared, Sync, Launch; Seconds
+	// their combination; Bound the largest of compute, memory (global and
+	// local), shared.
+	Compute, Memory, Local, Shared, Sync, Launch, Seconds float64
+	Bound                                                 string
 }
 
 // Cost costs an analysis on the model's device. It fails when a kernel
@@ -241,8 +251,8 @@ func (m *Model) kernel(k *KernelAnalysis, res *Resources) (KernelReport, error) 
 	if k.Threads > d.MaxThreadsPerBlock {
 		return kr, fmt.Errorf("%d threads per block, more than the device's %d", k.Threads, d.MaxThreadsPerBlock)
 	}
-	if k.Grid[0] > math.MaxInt32 || k.Grid[1] > 65535 || k.Grid[2] > 65535 {
-		return kr, fmt.Errorf("grid (%d, %d, %d) beyond the device's limits (2^31-1, 65535, 65535)", k.Grid[0], k.Grid[1], k.Grid[2])
+	if k.Grid[0] > d.MaxGrid[0] || k.Grid[1] > d.MaxGrid[1] || k.Grid[2] > d.MaxGrid[2] {
+		return kr, fmt.Errorf("grid (%d, %d, %d) beyond the device's limits %v", k.Grid[0], k.Grid[1], k.Grid[2], d.MaxGrid)
 	}
 	shared := k.SharedBytes
 	if res != nil {
@@ -256,19 +266,33 @@ func (m *Model) kernel(k *KernelAnalysis, res *Resources) (KernelReport, error) 
 	}
 	// Registers: addresses, the local arrays held in registers, and the
 	// operands staged across unrolled loops.
-	regs := int64(math.Ceil(p.RegBase + float64(k.LocalWords) + k.StageWords))
+	need := int64(math.Ceil(p.RegBase + float64(k.LocalWords) + k.StageWords))
+	regs := need
 	if regs > d.MaxRegsPerThread {
 		kr.Spilled = regs - d.MaxRegsPerThread
 		regs = d.MaxRegsPerThread
 	}
 	if res != nil {
 		regs, kr.Spilled = max(res.Registers, 1), res.Spilled
+		need = regs + kr.Spilled
 	}
-	kr.Registers = regs
 	warpsPerBlock := (k.Threads + d.WarpSize - 1) / d.WarpSize
 	tw := warpsPerBlock * d.WarpSize
-	r8 := 8 * ((regs + 7) / 8)
-	b := min(d.MaxBlocksPerSM, d.MaxThreadsPerSM/tw, d.MaxWarpsPerSM/warpsPerBlock, d.RegsPerSM/(r8*tw), d.SharedPerSM/(shared+d.SharedReservedPerBlock))
+	blocksPerSM := func(regs int64) int64 {
+		r8 := 8 * ((regs + 7) / 8) // allocated per warp in units of 256
+		return min(d.MaxBlocksPerSM, d.MaxThreadsPerSM/tw, d.MaxWarpsPerSM/warpsPerBlock, d.RegsPerSM/(r8*tw), d.SharedPerSM/max(1, shared+d.SharedReservedPerBlock))
+	}
+	b := blocksPerSM(regs)
+	if b <= 0 && res == nil {
+		// TVM declares __launch_bounds__(threads): nvcc caps the
+		// registers so that one block fits, and spills the rest.
+		if capped := (d.RegsPerSM / tw) / 8 * 8; capped >= 16 && capped < regs {
+			kr.Spilled += regs - capped
+			regs = capped
+			b = blocksPerSM(regs)
+		}
+	}
+	kr.Registers = regs
 	if b <= 0 {
 		return kr, fmt.Errorf("no block fits on an SM (%d threads × %d registers, %d B shared)", k.Threads, regs, shared)
 	}
@@ -282,15 +306,19 @@ func (m *Model) kernel(k *KernelAnalysis, res *Resources) (KernelReport, error) 
 	// charging the idle slots of a partial wave twice: the issue
 	// efficiency already sees the warps a partly filled SM has).
 	perSM := (k.Blocks + d.SMs - 1) / d.SMs
-	activeWarps := float64(min(b, perSM) * warpsPerBlock)
+	activeBlocks := min(b, perSM)
+	activeWarps := float64(activeBlocks * warpsPerBlock)
 	f := d.ClockHz
 	smWarps := float64(perSM * warpsPerBlock) // warps the busiest SM runs
 
-	// Compute: the busiest SM's warp instructions over its issue rate.
+	// Compute: the busiest SM's warp instructions over its issue rate,
+	// the FP instructions over its FP32 lanes (a warp instruction takes
+	// 32/lanes-per-scheduler clocks where a scheduler has fewer than 32).
 	ilp := max(1, min(k.ILP, p.ILPCap))
 	kr.IssueEfficiency = min(1, activeWarps/float64(d.SchedulersPerSM)*ilp/p.IssueHide)
 	instr := k.FPInstr + k.SFUCalls*p.SFUInstr + k.LSInstr + k.LoopIters*p.LoopOverheadInstr
-	kr.Compute = instr * smWarps / (float64(d.SchedulersPerSM) * f * kr.IssueEfficiency)
+	issue := max(instr/float64(d.SchedulersPerSM), k.FPInstr*float64(d.WarpSize)/float64(d.FP32LanesPerSM))
+	kr.Compute = issue * smWarps / (f * kr.IssueEfficiency)
 	if kr.Spilled > 0 {
 		kr.Compute *= 1 + p.SpillPenalty*float64(kr.Spilled)/float64(d.MaxRegsPerThread)
 	}
@@ -306,15 +334,20 @@ func (m *Model) kernel(k *KernelAnalysis, res *Resources) (KernelReport, error) 
 	kr.DRAMBytes = min(kr.DRAMBytes, max(kr.L2Bytes, 0))
 	// Little's law: the bytes an SM has in flight against what the
 	// bandwidth needs over the latency.
-	need := p.MemLatencyCycles * d.DRAMBytesPerSec * p.DRAMEfficiency / (float64(d.SMs) * f)
+	needBytes := p.MemLatencyCycles * d.DRAMBytesPerSec * p.DRAMEfficiency / (float64(d.SMs) * f)
 	inflight := activeWarps * max(1, min(k.MemILP, p.ILPCap)) * max(k.BytesPerRequest, 32)
 	kr.MemEfficiency = 1.0
-	if need > 0 {
-		kr.MemEfficiency = min(1, inflight/need)
+	if needBytes > 0 {
+		kr.MemEfficiency = min(1, inflight/needBytes)
 	}
 	busy := min(1, float64(k.Blocks)/float64(d.SMs)) // SMs with work
 	bw := d.DRAMBytesPerSec * kr.MemEfficiency * busy
-	kr.Memory = max(kr.DRAMBytes/(p.DRAMEfficiency*bw), kr.L2Bytes/(p.L2BandwidthRatio*bw))
+	l2bw := p.L2BandwidthRatio * d.DRAMBytesPerSec
+	if d.L2BytesPerSec > 0 {
+		l2bw = d.L2BytesPerSec
+	}
+	kr.Memory = max(kr.DRAMBytes/(p.DRAMEfficiency*bw), kr.L2Bytes/(l2bw*kr.MemEfficiency*busy))
+	kr.Local = m.localTime(k, &kr, need, activeWarps, smWarps)
 
 	// Shared memory: the busiest SM's wavefronts, one per clock.
 	kr.Shared = k.Wavefronts * float64(perSM*k.Threads) / f
@@ -323,14 +356,56 @@ func (m *Model) kernel(k *KernelAnalysis, res *Resources) (KernelReport, error) 
 	kr.Sync = float64(kr.Waves) * k.Barriers * p.BarrierCycles / (float64(b) * f)
 	kr.Launch = p.LaunchSeconds
 
-	big, rest := kr.Compute, kr.Memory+kr.Shared
+	// The three parts overlap as far as independent work on the SM hides
+	// one behind another: the resident blocks of a kernel with barriers
+	// (within a block, the fetch, the barrier and the compute run in
+	// sequence), the warps per scheduler of one without. With one block
+	// per SM the parts add up; with many, the largest dominates and
+	// overlap × the others remain.
+	conc := float64(activeBlocks)
+	if k.Barriers == 0 {
+		conc = activeWarps / float64(d.SchedulersPerSM)
+	}
+	hide := max(p.Overlap, min(1, 1/conc))
+	mem := kr.Memory + kr.Local
+	big, rest := kr.Compute, mem+kr.Shared
 	kr.Bound = "compute"
-	if kr.Memory > big {
-		big, rest, kr.Bound = kr.Memory, kr.Compute+kr.Shared, "memory"
+	if mem > big {
+		big, rest, kr.Bound = mem, kr.Compute+kr.Shared, "memory"
 	}
 	if kr.Shared > big {
-		big, rest, kr.Bound = kr.Shared, kr.Compute+kr.Memory, "shared"
+		big, rest, kr.Bound = kr.Shared, kr.Compute+mem, "shared"
 	}
-	kr.Seconds = kr.Launch + big + p.Overlap*rest + kr.Sync
+	kr.Seconds = kr.Launch + big + hide*rest + kr.Sync
 	return kr, nil
 }
+
+// localTime is the time of a kernel's local-memory traffic on the busiest
+// SM: the accesses to the local arrays that live in local memory, and the
+// spilled share (spilled of need registers) of those held in registers.
+// A warp's access moves 32 interleaved 4-byte words (128 B) through L1,
+// where the inner loops' working set stays: at L1's bandwidth (that of
+// shared memory, the same SRAM) and, with ILP independent accesses per
+// warp, the resident warps overlap their L1 latency (Little's law); the
+// time is the larger of the two.
+func (m *Model) localTime(k *KernelAnalysis, kr *KernelReport, need int64, activeWarps, smWarps float64) float64 {
+	d, p := &m.dev, &m.p
+	acc := k.LocalMemAccesses
+	if kr.Spilled > 0 && need > 0 {
+		acc += k.RegAccesses * float64(kr.Spilled) / float64(need)
+	}
+	if acc <= 0 {
+		return 0
+	}
+	f := d.ClockHz
+	reqs := acc * smWarps // warp requests on the busiest SM
+	band := reqs * 128 / (float64(d.SharedBytesPerClkPerSM) * f)
+	ilp := max(1, min(k.ILP, p.ILPCap))
+	latency := reqs * l1LatencyCycles / (max(1, activeWarps) * ilp * f)
+	return max(band, latency)
+}
+
+// l1LatencyCycles is the latency of an L1 hit (and of a shared-memory
+// load): ~30 clocks on Volta through Hopper (Jia et al., "Dissecting the
+// NVIDIA Volta/Turing GPU architecture via microbenchmarking", 2018/2019).
+const l1LatencyCycles = 30

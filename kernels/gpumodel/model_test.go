@@ -251,7 +251,7 @@ func TestCalibrationFile(t *testing.T) {
 }
 
 func TestUnknownTarget(t *testing.T) {
-	if _, err := gpumodel.New("a100-model", gpumodel.Options{}); err == nil || !strings.Contains(err.Error(), "h100-model") {
+	if _, err := gpumodel.New("b200-model", gpumodel.Options{}); err == nil || !strings.Contains(err.Error(), "h100-model") {
 		t.Errorf("err %v", err)
 	}
 }

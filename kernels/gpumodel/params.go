@@ -39,8 +39,10 @@ type Params struct {
 	// BarrierCycles is the stall of a __syncthreads() (§6: ~100 clocks),
 	// shared by the blocks resident on an SM.
 	BarrierCycles float64 `json:"barrier_cycles"`
-	// Overlap is the fraction of the two smaller of the compute, memory
-	// and shared-memory times added to the largest (§6: 0.1).
+	// Overlap is the least fraction of the two smaller of the compute,
+	// memory and shared-memory times added to the largest (§6: 0.1): with
+	// C blocks (or warps per scheduler, without barriers) resident to hide
+	// one part behind another, the fraction is max(Overlap, 1/C).
 	Overlap float64 `json:"overlap"`
 	// RegBase is the registers per thread for addresses and indices,
 	// beside the local (accumulator) arrays and operand staging (§6 says

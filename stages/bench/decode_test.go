@@ -44,7 +44,7 @@ func TestDiagnostics(t *testing.T) {
 		{"tasks negative", stageSrc("  tasks = -1"), "tasks is -1", 2},
 		{"search_trials zero", stageSrc("  search_trials = 0"), "search_trials is 0", 2},
 		{"search_check unknown", stageSrc("  search_check = \"gate\""), "search_check is \"gate\"", 2},
-		{"unknown target", stageSrc("  target = \"a100-model\""), `unknown target "a100-model"`, 2},
+		{"unknown target", stageSrc("  target = \"b200-model\""), `unknown target "b200-model"`, 2},
 		{"threads zero", stageSrc("  threads = 0"), "threads is 0", 2},
 		{"batch zero", stageSrc("  batch = 0"), "batch is 0", 2},
 		{"shards zero", stageSrc("  shards = 0"), "shards is 0", 2},

@@ -20,7 +20,7 @@ func TestDiagnostics(t *testing.T) {
 	}{
 		{"unknown attribute", "  trials = 4\n  trails = 4\n", `An argument named "trails" is not expected here`, 5},
 		{"missing trials", "", `The argument "trials" is required`, 1},
-		{"bad target", "  trials = 4\n  target = \"a100-model\"\n", `unknown target "a100-model"; want one of h100-model, h200-model, cuda`, 5},
+		{"bad target", "  trials = 4\n  target = \"b200-model\"\n", `unknown target "b200-model"; want one of h100-model, h200-model, a100-model, a10-model, l4-model, t4-model, rtx4090-model, gtx1650-model, cuda`, 5},
 		{"target type", "  trials = 4\n  target = 3\n", "", 0}, // 3 converts to "3": unknown target
 		{"zero trials", "  trials = 0\n", "trials is 0; want a whole number from 1", 4},
 		{"fractional trials", "  trials = 2.5\n", "trials is 2.5; want a whole number", 4},

@@ -49,7 +49,7 @@ import (
 
 // Version is the harvest kind's version; bump it when the same parameters
 // would produce different outputs.
-const Version = "1"
+const Version = "2" // 2: GPU model version 2 (issue 28)
 
 // Kind is the harvest stage kind.
 type Kind struct{}

@@ -44,7 +44,7 @@ func TestDiagnostics(t *testing.T) {
 		{"reward gate", "  reward {\n    gate = \"compiles\"\n  }", `reward.gate is "compiles"`, 3},
 		{"reward incorrect phase", "  reward {\n    gate = \"replay\"\n    incorrect = { decode = -1, parse = -1, replay = -1, verify = -1 }\n  }", "names verify", 4},
 		{"reward cap unused", "  reward {\n    cap = 2\n  }", "reward.cap only applies", 3},
-		{"eval target", "  eval {\n    target = \"a100-model\"\n  }", `unknown target "a100-model"`, 3},
+		{"eval target", "  eval {\n    target = \"b200-model\"\n  }", `unknown target "b200-model"`, 3},
 		{"duplicate block", "  reward {}\n  reward {}", "Duplicate reward block", 3},
 		{"eval constrained not a bool", "  eval {\n    constrained = 3\n  }", "Unsuitable value", 3},
 		{"gpu_limits without constrained", "  gpu_limits = true", "gpu_limits = true needs constrained = true", 2},

@@ -207,7 +207,7 @@ func TestDecodeRewardDiagnostics(t *testing.T) {
 		{"reward {\n gate = \"compile\"\n}", "Invalid gate", "want one of parse, replay, static, numeric, none", 2},
 		{"reward {\n bonus = \"speedup\"\n}", "Invalid bonus", "rank_in_group", 2},
 		{"reward {\n baseline = \"best\"\n}", "Invalid baseline", "dataset_best", 2},
-		{"reward {\n target = \"a100-model\"\n}", "Invalid target", "cuda", 2},
+		{"reward {\n target = \"b200-model\"\n}", "Invalid target", "cuda", 2},
 		{"reward {\n bonus = \"linear_capped\"\n cap = 0\n}", "Invalid cap", "positive", 3},
 		{"reward {\n cap = 2\n}", "Unused cap", "linear_capped", 2},
 		{"reward {\n bonus = \"rank_in_group\"\n max_bonus = 2\n}", "Unused max_bonus", "log_speedup", 3},

@@ -194,8 +194,13 @@ func TestRewarderRealJudgements(t *testing.T) {
 				}
 				switch {
 				case spec.Baseline == BaselinePrompt && tk.Kind == KindRefinement:
-					// The target is strictly faster than the source.
-					if base.Kind != BaselinePrompt || !(*good.LogSpeedup > 0) {
+					// The baseline is the prompt's source. (The dataset
+					// made its targets strictly faster than their sources
+					// under the GPU model of its harvest, version 1; under
+					// version 2 refinement/2's C1D target is 0.87x of its
+					// source, so the sign is not asserted: the log speedup
+					// is checked against the model's latencies above.)
+					if base.Kind != BaselinePrompt {
 						t.Errorf("task %s: baseline %+v, log speedup %v", tk.ID, base, *good.LogSpeedup)
 					}
 				case spec.ConstructionBaseline == BaselineUnscheduled:

@@ -54,7 +54,7 @@ func TestDiagnostics(t *testing.T) {
 		{"min_lr above lr", "  optimizer {\n    lr = 1e-4\n    min_lr = 1e-3\n  }", "optimizer.min_lr", 4},
 		{"steps zero", "  optimizer {\n    steps = 0\n  }", "optimizer.steps: 0 is not positive", 3},
 		{"fractional steps", "  optimizer {\n    steps = 1.5\n  }", "Unsuitable value", 3},
-		{"eval target", "  eval {\n    target = \"a100-model\"\n  }", `unknown target "a100-model"`, 3},
+		{"eval target", "  eval {\n    target = \"b200-model\"\n  }", `unknown target "b200-model"`, 3},
 		{"eval tasks negative", "  eval {\n    tasks = -1\n  }", "eval.tasks: -1 is negative", 3},
 		{"eval max_new zero", "  eval {\n    max_new = 0\n  }", "eval.max_new: 0 is not positive", 3},
 		{"duplicate block", "  model {}\n  model {}", "Duplicate model block", 3},

@@ -42,7 +42,7 @@ import (
 
 // Version is the kind's version; bump it when the same parameters would give
 // different outputs.
-const Version = "1"
+const Version = "2" // 2: GPU model version 2 (issue 28)
 
 // Kind is the sft stage kind.
 type Kind struct{}

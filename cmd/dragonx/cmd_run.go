@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -116,9 +117,13 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		}
 		eng.Remote, eng.Push = client, push
 	}
+	started := time.Now()
 	rep, err := eng.Run(ctx, cfg, targets)
 	if err != nil && rep == nil {
 		return err
+	}
+	if ent := recordRun(ctx, e, eng, cfg, rep, cacheDir, pos[1:], started); ent != nil && !f.json {
+		fmt.Fprintf(e.stderr, "run: %s recorded in the run log (dragonx runs)\n", ent.Short())
 	}
 	if client != nil && !f.json {
 		if s := client.Stats(); s.Pulled > 0 || s.Pushed > 0 || push {

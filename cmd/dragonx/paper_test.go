@@ -233,6 +233,14 @@ func TestPaperSmoke(t *testing.T) {
 		if len(res.Images) < 4 || res.Tables < 10 {
 			t.Errorf("report.html shows %d images and %d tables; want the analysis's figures and tables", len(res.Images), res.Tables)
 		}
+		// The report leads with the results: the main table is within
+		// the first screen, and no parameter value runs off the page.
+		if m, ok := res.Mark("main-table"); !ok || m.Top >= res.ViewportHeight {
+			t.Errorf("report.html: the main table (%+v, found %v) is not within the first screen (%.0f px)", m, ok, res.ViewportHeight)
+		}
+		if res.PageWidth > res.ViewportWidth {
+			t.Errorf("report.html is %.0f px wide in a %.0f px window: a value does not wrap", res.PageWidth, res.ViewportWidth)
+		}
 	})
 
 	// A second run reruns nothing.

@@ -135,7 +135,7 @@ func runResult(ent *runlog.Entry) string {
 	}
 	hs := runlog.Headline(ent.Metrics, 4)
 	if len(hs) == 0 {
-		return fmt.Sprintf("ok (%d stages, %s)", len(ent.Stages), ent.Duration.Round(time.Millisecond))
+		return fmt.Sprintf("ok (%d stage%s, %s)", len(ent.Stages), plural(len(ent.Stages)), ent.Duration.Round(time.Millisecond))
 	}
 	parts := make([]string, len(hs))
 	for i, m := range hs {

@@ -154,6 +154,16 @@ func Write(dir string, e *Entry) error {
 	}
 	sum := sha256.Sum256(b)
 	id := hex.EncodeToString(sum[:])
+	if err := writeBytes(dir, id, b); err != nil {
+		return err
+	}
+	e.ID = id
+	return nil
+}
+
+// writeBytes writes an entry's bytes as <id>.json in dir: to a temporary
+// file, renamed into place.
+func writeBytes(dir, id string, b []byte) error {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return fmt.Errorf("runlog: %w", err)
 	}
@@ -179,7 +189,6 @@ func Write(dir string, e *Entry) error {
 		os.Remove(tmp)
 		return fmt.Errorf("runlog: writing run %s: %w", short(id), err)
 	}
-	e.ID = id
 	return nil
 }
 

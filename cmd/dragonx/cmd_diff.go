@@ -28,9 +28,9 @@ analysis's metrics that changed, with the value in A, in B and the
 difference B - A. -all lists every metric, changed or not.
 
 With -json, the comparison goes to standard output as one JSON document:
-  {"A", "B", "file", "vars": [...], "stages": [{"stage", "changes", "outputs",
-   "same_results"}], "metrics": [{"stage", "table", "row", "column", "Old",
-   "New", "Delta", "OldText", "NewText"}]}
+  {"a", "b", "file", "vars": [...], "stages": [{"stage", "changes", "outputs",
+   "same_results"}], "metrics": [{"stage", "table", "row", "column", "old",
+   "new", "delta", "old_text", "new_text"}]}
 `,
 	run: runDiff,
 }

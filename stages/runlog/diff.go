@@ -10,7 +10,8 @@ import (
 
 // Diff is what differs between two runs, A (old) and B (new).
 type Diff struct {
-	A, B string // run ids
+	A string `json:"a"` // run ids
+	B string `json:"b"`
 	// File says how the experiment files differ: "" when they are the same
 	// bytes.
 	File string `json:"file,omitempty"`
@@ -43,9 +44,11 @@ type StageDiff struct {
 // are numbers.
 type MetricDiff struct {
 	Metric
-	Old, New         *float64 `json:",omitempty"`
-	OldText, NewText string
-	Delta            *float64 `json:",omitempty"`
+	Old     *float64 `json:"old,omitempty"`
+	New     *float64 `json:"new,omitempty"`
+	OldText string   `json:"old_text"`
+	NewText string   `json:"new_text"`
+	Delta   *float64 `json:"delta,omitempty"`
 }
 
 // Changed reports whether the metric's shown value differs.
@@ -103,7 +106,7 @@ func stageChanges(a, b *Entry) []StageDiff {
 		}
 		sd := StageDiff{Stage: sb.Stage, SameResults: sa.Key != "" && sa.Key == sb.Key}
 		sd.Changes = kindChanges(sa, &sb)
-		sd.Changes = append(sd.Changes, stages.ParamChanges(shortAddr(sb.Stage), sa.Params, sb.Params)...)
+		sd.Changes = append(sd.Changes, stages.ParamChanges(shortAddr(sb.Stage), fromParams(sa.Params), fromParams(sb.Params))...)
 		if !sd.SameResults {
 			sd.Outputs = outputChanges(sa, &sb)
 		}

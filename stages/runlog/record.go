@@ -81,7 +81,7 @@ func NewEntry(ctx context.Context, store cache.Store, r Run) (*Entry, error) {
 			Kind:        inst.Kind.Name(),
 			KindVersion: inst.Kind.Version(),
 			Status:      string(res.Status),
-			Params:      inst.Stage.Params(),
+			Params:      toParams(inst.Stage.Params()),
 			Duration:    res.Duration,
 		}
 		if res.Remote && res.Status == stages.StatusCached {

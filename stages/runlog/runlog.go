@@ -64,15 +64,38 @@ type Var struct {
 
 // Stage is one stage of the run.
 type Stage struct {
-	Stage       string         `json:"stage"` // address: stage.rl or stage.rl["log"]
-	Kind        string         `json:"kind"`
-	KindVersion string         `json:"kind_version"`
-	Key         string         `json:"key,omitempty"` // empty when it could not be computed
-	Status      string         `json:"status"`        // ran, cached, failed, skipped, ...
-	Params      []stages.Param `json:"params"`
+	Stage       string  `json:"stage"` // address: stage.rl or stage.rl["log"]
+	Kind        string  `json:"kind"`
+	KindVersion string  `json:"kind_version"`
+	Key         string  `json:"key,omitempty"` // empty when it could not be computed
+	Status      string  `json:"status"`        // ran, cached, failed, skipped, ...
+	Params      []Param `json:"params"`
 	// Outputs are the stage's outputs by name (a ran or cached stage).
 	Outputs  map[string]cache.Digest `json:"outputs,omitempty"`
 	Duration time.Duration           `json:"duration_ns,omitempty"`
+}
+
+// Param is one parameter of a stage: its name and canonical JSON value,
+// as the stage's key has it.
+type Param struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+func toParams(ps []stages.Param) []Param {
+	out := make([]Param, len(ps))
+	for i, p := range ps {
+		out[i] = Param{p.Name, p.Value}
+	}
+	return out
+}
+
+func fromParams(ps []Param) []stages.Param {
+	out := make([]stages.Param, len(ps))
+	for i, p := range ps {
+		out[i] = stages.Param{Name: p.Name, Value: p.Value}
+	}
+	return out
 }
 
 // Short returns the first 12 hex digits of the entry's id.

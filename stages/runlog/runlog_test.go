@@ -11,7 +11,6 @@ import (
 
 	"dragonx/cache"
 	"dragonx/reports"
-	"dragonx/stages"
 	"dragonx/stages/runlog"
 )
 
@@ -19,7 +18,7 @@ func entry(file string, started time.Time, loss string) *runlog.Entry {
 	return &runlog.Entry{
 		File: file, FileAbs: "/p/" + file, Digest: cache.DigestBytes([]byte(file)),
 		Vars:    []runlog.Var{{Name: "loss", Value: `"` + loss + `"`, Set: loss != "3"}},
-		Stages:  []runlog.Stage{{Stage: "stage.sft", Kind: "exec", KindVersion: "1", Key: strings.Repeat("a", 64), Status: "ran", Params: []stages.Param{{Name: "command", Value: `"echo ` + loss + `"`}}}},
+		Stages:  []runlog.Stage{{Stage: "stage.sft", Kind: "exec", KindVersion: "1", Key: strings.Repeat("a", 64), Status: "ran", Params: []runlog.Param{{Name: "command", Value: `"echo ` + loss + `"`}}}},
 		OK:      true,
 		Started: started,
 		Metrics: runlog.MetricsOf("stage.analysis", &reports.Results{Sections: []reports.Section{{

@@ -137,9 +137,27 @@ func runResult(ent *runlog.Entry) string {
 	if len(hs) == 0 {
 		return fmt.Sprintf("ok (%d stage%s, %s)", len(ent.Stages), plural(len(ent.Stages)), ent.Duration.Round(time.Millisecond))
 	}
+	// Leave out the row cells every headline metric shares ("paper",
+	// "policy"): "rl/construction pass@1=0.800".
+	common := map[string]int{}
+	for _, m := range hs {
+		for _, c := range strings.Split(m.Row, " / ") {
+			common[c]++
+		}
+	}
 	parts := make([]string, len(hs))
 	for i, m := range hs {
-		parts[i] = m.Label() + " " + m.Text
+		var cells []string
+		for _, c := range strings.Split(m.Row, " / ") {
+			if len(hs) == 1 || common[c] < len(hs) {
+				cells = append(cells, c)
+			}
+		}
+		name := strings.Join(cells, "/")
+		if m.Column != "value" {
+			name += " " + m.Column
+		}
+		parts[i] = name + "=" + m.Text
 	}
 	return strings.Join(parts, "; ")
 }

@@ -150,8 +150,11 @@ func Figures(ctx context.Context, store cache.Store, runs []*Entry, labels []str
 		}
 		f.Caption = task + " tasks: " + f.Caption
 	}
-	if len(speedups) > 0 {
+	switch {
+	case len(speedups) > 0:
 		notes = append(notes, lacks(lacking, "bench stage")...)
+	case len(lacking) < len(runs):
+		notes = append(notes, "No speedup CDF: no policy of any run has a correct attempt.")
 	}
 	return figs, notes, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"text/tabwriter"
 
@@ -72,12 +71,9 @@ func cachePush(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args 
 	if err != nil {
 		return err
 	}
-	if len(pos) > 1 {
-		return usagef("want at most one experiment file")
-	}
-	file := ""
-	if len(pos) == 1 {
-		file = pos[0]
+	file, err := optionalFile(pos)
+	if err != nil {
+		return err
 	}
 	targets, err := parseTargets(stageNames)
 	if err != nil {
@@ -388,11 +384,10 @@ func cacheLsRemote(ctx context.Context, e *env, f *expFlags, rf *remoteFlags, fi
 func pushRuns(ctx context.Context, e *env, f *expFlags, r remote.Remote, file string) error {
 	var keep func(*runlog.Entry) bool
 	if file != "" {
-		abs, err := filepath.Abs(file)
-		if err != nil {
+		var err error
+		if keep, err = runlog.OfFile(file); err != nil {
 			return err
 		}
-		keep = func(ent *runlog.Entry) bool { return ent.FileAbs == abs }
 	}
 	pushed, present, err := runlog.Push(ctx, r, runlog.Dir(cacheDirFor(e, f.cacheDir, file)), keep, runWarner(e))
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -44,12 +43,9 @@ func runRuns(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 1 {
-		return usagef("want at most one experiment file")
-	}
-	file := ""
-	if len(pos) == 1 {
-		file = pos[0]
+	file, err := optionalFile(pos)
+	if err != nil {
+		return err
 	}
 	l, _, err := openRunLog(e, &f, file)
 	if err != nil {
@@ -57,13 +53,13 @@ func runRuns(ctx context.Context, e *env, args []string) error {
 	}
 	ents := l.Entries
 	if file != "" {
-		abs, err := filepath.Abs(file)
+		of, err := runlog.OfFile(file)
 		if err != nil {
 			return err
 		}
 		var keep []*runlog.Entry
 		for _, ent := range ents {
-			if ent.FileAbs == abs {
+			if of(ent) {
 				keep = append(keep, ent)
 			}
 		}

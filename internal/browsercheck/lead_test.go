@@ -73,15 +73,8 @@ func TestReportLeadsWithResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if d := os.Getenv("BROWSERCHECK_KEEP"); d != "" {
-		dir = d
-	}
-	page := filepath.Join(dir, "lead.html")
-	if err := os.WriteFile(page, html, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := check(t, page, filepath.Join(dir, "lead.png"))
+	page, shot := writePage(t, html, "lead")
+	r := check(t, page, shot)
 	if p := r.Problems(); len(p) > 0 {
 		t.Errorf("the report has problems in the browser:\n%s", strings.Join(p, "\n"))
 	}

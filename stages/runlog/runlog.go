@@ -215,6 +215,16 @@ func writeBytes(dir, id string, b []byte) error {
 	return nil
 }
 
+// OfFile returns a filter that accepts the entries of the experiment file
+// (by its absolute path).
+func OfFile(file string) (func(*Entry) bool, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, fmt.Errorf("runlog: %w", err)
+	}
+	return func(e *Entry) bool { return e.FileAbs == abs }, nil
+}
+
 // Log is the run entries of one folder, newest first.
 type Log struct {
 	Entries []*Entry

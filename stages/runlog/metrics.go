@@ -1,6 +1,7 @@
 package runlog
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -100,7 +101,8 @@ func labelCells(row []string) int {
 func empty(s string) bool { return s == "" || s == "–" || s == "-" || s == "—" }
 
 // Number reads the number a table cell shows: "0.800", "17.331",
-// "80.00% (24)" (80), "1,024", "2.5×". It reports false for text.
+// "80.00% (24)" (80), "1,024", "2.5×". It reports false for text, and
+// for NaN and infinities.
 func Number(s string) (float64, bool) {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, ' '); i > 0 {
@@ -113,8 +115,8 @@ func Number(s string) (float64, bool) {
 		return 0, false
 	}
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, false
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false // NaN and ±Inf have no JSON number
 	}
 	return v, true
 }

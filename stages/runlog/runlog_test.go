@@ -151,6 +151,8 @@ func TestNumber(t *testing.T) {
 		{"88 of 102", 88, true},
 		{"", 0, false},
 		{"paper", 0, false},
+		{"NaN", 0, false},
+		{"-Inf", 0, false},
 	} {
 		got, ok := runlog.Number(tc.in)
 		if ok != tc.ok || got != tc.want {

@@ -40,6 +40,12 @@ tail of its log), then the results of the analysis stages ('dragonx help
 report'; 'dragonx report FILE.hcl' writes it again from the cache). -out -
 writes no report; with -json the path is not printed.
 
+Every run, a no-op rerun and a failed run included, is recorded in the cache's
+run log (the file and its digest, the variables, each stage's key, status,
+parameters and outputs, the analysis's metrics; docs/runs.md) and its id
+printed: 'dragonx runs' lists the runs, 'dragonx diff last~1 last' says what
+changed, 'dragonx report -compare last~1,last' sets them side by side.
+
 With -json, one JSON document goes to standard output:
   {"ok": bool, "stages": [{"name", "kind", "key", "status": "ran|cached|failed|skipped",
    "reasons": [...], "outputs": {NAME: "sha256:..."}, "duration_ms", "error", "cause"}]}

@@ -53,14 +53,8 @@ func RLRuns(reward, correct []Series, st Style) (*Figure, error) {
 	}
 	l := st.look()
 	const title = "RL training curves by run"
-	panel := func(title, xlabel string) *plot.Plot {
-		p := newPlot(l, title, xlabel, "")
-		p.Title.TextStyle.Font = l.label
-		p.Title.Padding = vg.Points(2)
-		return p
-	}
-	top := panel("reward (mean)", "")
-	bot := panel("correct rate (share of samples)", "step")
+	top := newPanel(l, "reward (mean)", "")
+	bot := newPanel(l, "correct rate (share of samples)", "step")
 	leg := newLegend(l)
 	lo, hi := steps[0][0], steps[0][0]
 	for _, xs := range steps {

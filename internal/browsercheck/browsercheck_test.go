@@ -34,6 +34,23 @@ func check(t *testing.T, html, shot string) *Result {
 	return r
 }
 
+// checkNotebook renders nb as HTML, loads it (writePage, check) and
+// reports every problem the browser shows; it returns the page's bytes,
+// the screenshot's path and what the browser saw.
+func checkNotebook(t *testing.T, nb *reports.Notebook, name string) ([]byte, string, *Result) {
+	t.Helper()
+	html, err := reports.HTML(nb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, shot := writePage(t, html, name)
+	r := check(t, page, shot)
+	if p := r.Problems(); len(p) > 0 {
+		t.Errorf("the report has problems in the browser:\n%s", strings.Join(p, "\n"))
+	}
+	return html, shot, r
+}
+
 // writePage writes an HTML page as NAME.html in a temporary folder, or in
 // $BROWSERCHECK_KEEP to look at afterwards, and returns its path and the
 // path for its screenshot.
@@ -87,15 +104,7 @@ func TestReportRenders(t *testing.T) {
 			}},
 		},
 	}
-	html, err := reports.HTML(nb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, shot := writePage(t, html, "report")
-	r := check(t, page, shot)
-	if p := r.Problems(); len(p) > 0 {
-		t.Errorf("the report has problems in the browser:\n%s", strings.Join(p, "\n"))
-	}
+	html, shot, r := checkNotebook(t, nb, "report")
 	if want := strings.Count(string(html), "<table"); r.Tables != want || want < 3 {
 		t.Errorf("browser counted %d tables, the page has %d", r.Tables, want)
 	}

@@ -69,15 +69,7 @@ func TestReportLeadsWithResults(t *testing.T) {
 			}},
 		}},
 	}
-	html, err := reports.HTML(nb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, shot := writePage(t, html, "lead")
-	r := check(t, page, shot)
-	if p := r.Problems(); len(p) > 0 {
-		t.Errorf("the report has problems in the browser:\n%s", strings.Join(p, "\n"))
-	}
+	_, _, r := checkNotebook(t, nb, "lead")
 	main, ok := r.Mark("main-table")
 	if !ok {
 		t.Fatalf("no main-table mark; marks %+v", r.Marks)

@@ -231,22 +231,13 @@ func RLCurves(steps []float64, reward, rewardStd, correct, kl []float64, st Styl
 
 	l := st.look()
 	const title = "RL training curves"
-	// Each panel says what it shows in a small title over it: a y label
-	// long enough to say it would not fit the height of a third of the
-	// figure, and gonum would shrink the panel to make it fit.
 	rewardTitle := "reward (mean)"
 	if rewardStd != nil {
 		rewardTitle = "reward (mean ± one std)"
 	}
-	panel := func(title, xlabel string) *plot.Plot {
-		p := newPlot(l, title, xlabel, "")
-		p.Title.TextStyle.Font = l.label
-		p.Title.Padding = vg.Points(2)
-		return p
-	}
-	top := panel(rewardTitle, "")
-	mid := panel("correct rate (share of samples)", "")
-	bot := panel("KL to reference (nats)", "step")
+	top := newPanel(l, rewardTitle, "")
+	mid := newPanel(l, "correct rate (share of samples)", "")
+	bot := newPanel(l, "KL to reference (nats)", "step")
 
 	if rewardStd != nil {
 		ring := make(plotter.XYs, 0, 2*len(steps))
@@ -313,4 +304,15 @@ func RLCurves(steps []float64, reward, rewardStd, correct, kl []float64, st Styl
 	}
 	caption += ", share of correct samples, and KL divergence to the reference policy, against the step."
 	return &Figure{Name: name, Title: title, Caption: caption, SVG: svg, PNG: png}, nil
+}
+
+// newPanel is one of a figure's stacked panels: it says what it shows in
+// a small title over it (a y label long enough to say it would not fit the
+// height of a third of the figure, and gonum would shrink the panel to
+// make it fit).
+func newPanel(l look, title, xlabel string) *plot.Plot {
+	p := newPlot(l, title, xlabel, "")
+	p.Title.TextStyle.Font = l.label
+	p.Title.Padding = vg.Points(2)
+	return p
 }

@@ -186,9 +186,22 @@ func drawWithLegend(c draw.Canvas, p *plot.Plot, lg *legend) {
 	// The rows start at the data area's left edge, which does not depend
 	// on the area's height.
 	left := p.DataCanvas(c).Min.X
-	rows, rh := lg.layout(c.Max.X - left)
-	height := vg.Length(len(rows))*rh + legendSpace
+	height := lg.height(c.Max.X - left)
 	p.Draw(draw.Crop(c, 0, 0, height, 0))
+	lg.draw(c, left, height)
+}
+
+// height is how tall the legend's rows are at width, with the space
+// above them.
+func (lg *legend) height(width vg.Length) vg.Length {
+	rows, rh := lg.layout(width)
+	return vg.Length(len(rows))*rh + legendSpace
+}
+
+// draw draws the legend's rows at the bottom of c, from x = left, in the
+// height that height returned.
+func (lg *legend) draw(c draw.Canvas, left, height vg.Length) {
+	rows, rh := lg.layout(c.Max.X - left)
 	sty := lg.style()
 	y := c.Min.Y + height - legendSpace // top of the first row
 	for _, row := range rows {

@@ -65,6 +65,22 @@ func cdfData() []Series {
 	}
 }
 
+// rlRunsData is two runs' RL curves, the second with fewer steps.
+func rlRunsData() (reward, correct []Series) {
+	steps, rw, _, cr, _ := rlData()
+	names := []string{"3f2a91c04e1b paper.hcl", "9c01d2e3f4a5 paper.hcl bonus_scale=2"}
+	for i, n := range names {
+		k := len(steps) - 5*i
+		shift := make([]float64, k)
+		for j := range shift {
+			shift[j] = rw[j] + 0.1*float64(i)
+		}
+		reward = append(reward, Series{Name: n, X: steps[:k], Y: shift})
+		correct = append(correct, Series{Name: n, X: steps[:k], Y: cr[:k]})
+	}
+	return reward, correct
+}
+
 func pairData() []Pair {
 	inf := math.Inf(1)
 	return []Pair{
@@ -117,6 +133,15 @@ func builderCases() []builderCase {
 			},
 			title:  "RL training curves",
 			labels: []string{"step", "reward (mean ± one std)", "correct rate (share of samples)", "KL to reference (nats)"},
+		},
+		{
+			name: "rl_runs",
+			build: func(st Style) (*Figure, error) {
+				r, c := rlRunsData()
+				return RLRuns(r, c, st)
+			},
+			title:  "RL training curves by run",
+			labels: []string{"step", "reward (mean)", "correct rate (share of samples)", "3f2a91c04e1b paper.hcl", "9c01d2e3f4a5 paper.hcl bonus_scale=2"},
 		},
 		{
 			name:  "speedup_cdf",
@@ -481,6 +506,22 @@ func TestErrors(t *testing.T) {
 			return LossCurves([]Series{{Name: "sft", X: []float64{1, 2}, Y: []float64{1e300, 1e300}}}, nil, st)
 		}, "drawing failed: illegal range"},
 		{"loss palette", "loss_curves", func() (*Figure, error) { return LossCurves(train, val, bad) }, `Palette "rainbow"`},
+		// rl_runs
+		{"rl runs none", "rl_runs", func() (*Figure, error) { return RLRuns(nil, nil, st) }, "no runs"},
+		{"rl runs unpaired", "rl_runs", func() (*Figure, error) {
+			r, c := rlRunsData()
+			return RLRuns(r, c[:1], st)
+		}, "2 reward series and 1 correct-rate series"},
+		{"rl runs rate above 1", "rl_runs", func() (*Figure, error) {
+			r, c := rlRunsData()
+			c[1].Y = append([]float64{1.5}, c[1].Y[1:]...)
+			return RLRuns(r, c, st)
+		}, "[0, 1]"},
+		{"rl runs other order", "rl_runs", func() (*Figure, error) {
+			r, c := rlRunsData()
+			c[0], c[1] = c[1], c[0]
+			return RLRuns(r, c, st)
+		}, "run 0 is"},
 		// rl_curves
 		{"rl no steps", "rl_curves", func() (*Figure, error) { return RLCurves(nil, nil, nil, nil, nil, st) }, "no steps"},
 		{"rl mismatched lengths", "rl_curves", func() (*Figure, error) {

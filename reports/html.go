@@ -50,8 +50,9 @@ func HTML(nb *Notebook) ([]byte, error) {
 		}
 		v.Cells = append(v.Cells, cv)
 	}
-	if nb.Results != nil {
-		v.Results = newResultsView(nb.Results)
+	if sum := summarize(nb.Results); sum != nil {
+		v.Summary = newSummaryView(nb, sum)
+		v.Results = newResultsView(sum.Rest)
 	}
 	return execute("notebook", v)
 }
@@ -89,6 +90,7 @@ func execute(name string, data any) ([]byte, error) {
 type notebookView struct {
 	Title, Experiment, Scale, Latency string
 	Cells                             []cellView
+	Summary                           *summaryView
 	Results                           *resultsView
 }
 
@@ -119,6 +121,7 @@ type sectionView struct {
 }
 
 type tableView struct {
+	Check   string // data-check name, for the browser check
 	Caption string
 	Header  []cellText
 	Rows    [][]cellText
@@ -140,24 +143,55 @@ func newResultsView(r *Results) *resultsView {
 	for _, s := range r.Sections {
 		sv := sectionView{Title: s.Title, Paragraphs: paragraphs(s.Text)}
 		for _, t := range s.Tables {
-			num := numericColumns(t)
-			tv := tableView{Caption: t.Caption, Notes: t.Notes}
-			for j, h := range t.Header {
-				tv.Header = append(tv.Header, cellText{h, num[j]})
-			}
-			for _, row := range t.Rows {
-				rv := make([]cellText, len(row))
-				for j, c := range row {
-					rv[j] = cellText{c, num[j]}
-				}
-				tv.Rows = append(tv.Rows, rv)
-			}
-			sv.Tables = append(sv.Tables, tv)
+			sv.Tables = append(sv.Tables, newTableView(t, ""))
 		}
 		for _, f := range s.Figures {
-			sv.Figures = append(sv.Figures, figureView{Name: f.Name, Caption: f.Caption, Src: srcAttr(f)})
+			sv.Figures = append(sv.Figures, newFigureView(f))
 		}
 		v.Sections = append(v.Sections, sv)
+	}
+	return v
+}
+
+// newTableView prepares a table for the template; check, when not empty,
+// marks it for the browser check (data-check).
+func newTableView(t Table, check string) tableView {
+	num := numericColumns(t)
+	tv := tableView{Caption: t.Caption, Notes: t.Notes, Check: check}
+	for j, h := range t.Header {
+		tv.Header = append(tv.Header, cellText{h, num[j]})
+	}
+	for _, row := range t.Rows {
+		rv := make([]cellText, len(row))
+		for j, c := range row {
+			rv[j] = cellText{c, num[j]}
+		}
+		tv.Rows = append(tv.Rows, rv)
+	}
+	return tv
+}
+
+func newFigureView(f FigureRef) figureView {
+	return figureView{Name: f.Name, Caption: f.Caption, Src: srcAttr(f)}
+}
+
+// summaryView is the summary that opens a notebook with results.
+type summaryView struct {
+	Provenance string
+	Tables     []tableView
+	Figures    []figureView
+}
+
+func newSummaryView(nb *Notebook, s *summary) *summaryView {
+	v := &summaryView{Provenance: provenance(nb)}
+	if s.Main != nil {
+		v.Tables = append(v.Tables, newTableView(*s.Main, "main-table"))
+	}
+	if s.Paper != nil {
+		v.Tables = append(v.Tables, newTableView(*s.Paper, "paper-table"))
+	}
+	for _, f := range s.Figures {
+		v.Figures = append(v.Figures, newFigureView(f))
 	}
 	return v
 }

@@ -22,6 +22,10 @@ func Markdown(nb *Notebook, figDir string) ([]byte, error) {
 	fmt.Fprintf(&b, "# %s\n\n", mdText(nb.title()))
 	fmt.Fprintf(&b, "Experiment %s at scale %s.\n\n", mdCode(nb.Experiment, false), mdCode(scaleText(nb.Scale), false))
 	fmt.Fprintf(&b, "%s\n\n", mdText(latencyLine(nb.Results)))
+	sum := summarize(nb.Results)
+	if sum != nil {
+		mdSummary(&b, nb, sum, figDir)
+	}
 
 	b.WriteString("## Stages\n\n")
 	if len(nb.Cells) == 0 {
@@ -41,9 +45,10 @@ func Markdown(nb *Notebook, figDir string) ([]byte, error) {
 	for _, c := range nb.Cells {
 		mdCell(&b, c)
 	}
-	if nb.Results != nil {
+	if sum != nil {
 		b.WriteString("## Results\n\n")
-		mdResults(&b, nb.Results, figDir, "###")
+		b.WriteString("The rest of the results (the summary above has the main table, the paper's numbers beside ours and the headline figures).\n\n")
+		mdResults(&b, sum.Rest, figDir, "###")
 	}
 	return append(bytes.TrimRight(b.Bytes(), "\n"), '\n'), nil
 }
@@ -94,36 +99,60 @@ func mdResults(b *bytes.Buffer, r *Results, figDir, h string) {
 			fmt.Fprintf(b, "%s\n\n", mdParagraph(p))
 		}
 		for _, t := range s.Tables {
-			if t.Caption != "" {
-				fmt.Fprintf(b, "**%s**\n\n", mdText(t.Caption))
-			}
-			header := make([]string, len(t.Header))
-			for i, h := range t.Header {
-				header[i] = mdText(h)
-			}
-			rows := make([][]string, len(t.Rows))
-			for i, row := range t.Rows {
-				rows[i] = make([]string, len(row))
-				for j, cell := range row {
-					rows[i][j] = mdText(cell)
-				}
-			}
-			mdTable(b, header, rows, numericColumns(t))
-			b.WriteString("\n")
-			for _, n := range t.Notes {
-				fmt.Fprintf(b, "- %s\n", mdText(n))
-			}
-			if len(t.Notes) > 0 {
-				b.WriteString("\n")
-			}
+			mdResultTable(b, t)
 		}
 		for _, f := range s.Figures {
-			file := f.Name + ".svg"
-			if len(f.SVG) == 0 {
-				file = f.Name + ".png"
-			}
-			fmt.Fprintf(b, "![%s](%s)\n\n", mdText(f.Caption), mdLink(path.Join(figDir, file)))
+			mdFigure(b, f, figDir)
 		}
+	}
+}
+
+// mdResultTable writes one table of the results with its caption and notes.
+func mdResultTable(b *bytes.Buffer, t Table) {
+	if t.Caption != "" {
+		fmt.Fprintf(b, "**%s**\n\n", mdText(t.Caption))
+	}
+	header := make([]string, len(t.Header))
+	for i, h := range t.Header {
+		header[i] = mdText(h)
+	}
+	rows := make([][]string, len(t.Rows))
+	for i, row := range t.Rows {
+		rows[i] = make([]string, len(row))
+		for j, cell := range row {
+			rows[i][j] = mdText(cell)
+		}
+	}
+	mdTable(b, header, rows, numericColumns(t))
+	b.WriteString("\n")
+	for _, n := range t.Notes {
+		fmt.Fprintf(b, "- %s\n", mdText(n))
+	}
+	if len(t.Notes) > 0 {
+		b.WriteString("\n")
+	}
+}
+
+// mdFigure links one figure of the results.
+func mdFigure(b *bytes.Buffer, f FigureRef, figDir string) {
+	file := f.Name + ".svg"
+	if len(f.SVG) == 0 {
+		file = f.Name + ".png"
+	}
+	fmt.Fprintf(b, "![%s](%s)\n\n", mdText(f.Caption), mdLink(path.Join(figDir, file)))
+}
+
+// mdSummary writes the summary that opens a notebook with results.
+func mdSummary(b *bytes.Buffer, nb *Notebook, s *summary, figDir string) {
+	b.WriteString("## Summary\n\n")
+	fmt.Fprintf(b, "%s\n\n", mdText(provenance(nb)))
+	for _, t := range []*Table{s.Main, s.Paper} {
+		if t != nil {
+			mdResultTable(b, *t)
+		}
+	}
+	for _, f := range s.Figures {
+		mdFigure(b, f, figDir)
 	}
 }
 

@@ -22,6 +22,10 @@ type Notebook struct {
 	Cells []Cell
 	// Results may be nil (no analysis stage).
 	Results *Results
+	// Decoding says how the benchmarked policies sampled ("grammar+gpu_limits,
+	// temperature 0.8, 2 attempts and a greedy one"), for the summary's
+	// provenance line; empty when not known.
+	Decoding string
 }
 
 // Cell is one stage of a notebook.

@@ -101,28 +101,7 @@ func explain(prev *snapshot, inst *Instance, inputs map[string]cache.Digest) []s
 	} else if prev.KindVersion != inst.Kind.Version() {
 		reasons = append(reasons, fmt.Sprintf("kind version changed %s -> %s", prev.KindVersion, inst.Kind.Version()))
 	}
-	old := map[string]string{}
-	for _, p := range prev.Params {
-		old[p.Name] = p.Value
-	}
-	cur := map[string]bool{}
-	for _, p := range inst.Stage.Params() {
-		cur[p.Name] = true
-		ov, ok := old[p.Name]
-		switch {
-		case !ok:
-			reasons = append(reasons, fmt.Sprintf("param %s added: %s", qualify(inst, p.Name), clip(p.Value)))
-		case ov != p.Value:
-			for _, d := range diffJSON(p.Name, ov, p.Value) {
-				reasons = append(reasons, "param "+qualify(inst, d))
-			}
-		}
-	}
-	for _, p := range prev.Params {
-		if !cur[p.Name] {
-			reasons = append(reasons, fmt.Sprintf("param %s removed", qualify(inst, p.Name)))
-		}
-	}
+	reasons = append(reasons, ParamChanges(inst.Addr.Short(), prev.Params, inst.Stage.Params())...)
 	oldIn := map[string]snapInput{}
 	for _, in := range prev.Inputs {
 		oldIn[in.Name] = in
@@ -146,9 +125,38 @@ func explain(prev *snapshot, inst *Instance, inputs map[string]cache.Digest) []s
 	return reasons
 }
 
-// qualify prefixes a parameter name with the stage name, as plan prints it:
-// "square.command".
-func qualify(inst *Instance, name string) string { return inst.Addr.Short() + "." + name }
+// ParamChanges says, in plan's words, how the parameters of a stage (its
+// short address, "rl" or `rl["log"]`) changed from old to cur: "param
+// rl.reward.bonus_scale changed 1 -> 2", "param rl.seed added: 3", "param
+// rl.steps removed". Objects are descended to the changed keys; long
+// strings are described by their first differing line. Equal lists give
+// none. `dragonx plan` and `dragonx diff` both word changes this way.
+func ParamChanges(stage string, old, cur []Param) []string {
+	var out []string
+	prev := map[string]string{}
+	for _, p := range old {
+		prev[p.Name] = p.Value
+	}
+	seen := map[string]bool{}
+	for _, p := range cur {
+		seen[p.Name] = true
+		ov, ok := prev[p.Name]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("param %s.%s added: %s", stage, p.Name, clip(p.Value)))
+		case ov != p.Value:
+			for _, d := range diffJSON(p.Name, ov, p.Value) {
+				out = append(out, "param "+stage+"."+d)
+			}
+		}
+	}
+	for _, p := range old {
+		if !seen[p.Name] {
+			out = append(out, fmt.Sprintf("param %s.%s removed", stage, p.Name))
+		}
+	}
+	return out
+}
 
 // diffJSON explains the difference between two canonical JSON values of a
 // parameter: for objects it descends to the changed keys (param

@@ -14,6 +14,7 @@ import (
 	"dragonx/internal/humanize"
 	"dragonx/internal/progress"
 	"dragonx/stages"
+	"dragonx/stages/runlog"
 )
 
 var cmdCache = &command{
@@ -34,10 +35,12 @@ stage run, keyed by the stage key. docs/cache-format.md specifies the format.
                                   hold every output their stages declare); -repair
                                   deletes what is bad so the stages rerun (exit 1 if
                                   problems remain)
-  cache gc [-keep FILE.hcl]... [-max-age 30d] [-max-size 20GB] [-dry-run]
+  cache gc [-keep FILE.hcl]... [-max-age 30d] [-max-size 20GB] [-drop-runs 90d] [-dry-run]
                                   evict entries unused for longer than max-age, then the
                                   least recently used beyond max-size, never those the
-                                  -keep experiments use now; then remove unreachable blobs
+                                  -keep experiments use now nor those a recorded run
+                                  names ('dragonx runs'; -drop-runs first removes the
+                                  runs older than that); then remove unreachable blobs
   cache export BUNDLE FILE.hcl [STAGE...]
                                   write the cached runs of the experiment's stages (and
                                   everything upstream of them) to a portable bundle
@@ -342,6 +345,7 @@ func cacheGC(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args []
 	fs.StringVar(&maxAge, "max-age", "30d", "evict entries unused for longer than this (e.g. 12h, 30d; 0 for no limit)")
 	fs.StringVar(&maxSize, "max-size", "0", "then evict the least recently used entries beyond this total (e.g. 500MB, 20GB; 0 for no limit)")
 	fs.BoolVar(&dry, "dry-run", false, "say what would be removed without removing it")
+	dropRuns := fs.String("drop-runs", "0", "first remove the recorded runs older than this (e.g. 90d; 0: keep every run); gc keeps what the remaining runs name")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -361,12 +365,19 @@ func cacheGC(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args []
 	if len(keep) > 0 {
 		first = keep[0]
 	}
-	store, _, err := openCacheFor(ctx, e, f, first)
+	runAge, err := parseAge(*dropRuns)
+	if err != nil {
+		return usagef("-drop-runs: %v", err)
+	}
+	store, cacheDir, err := openCacheFor(ctx, e, f, first)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	var keys []cache.Key
+	keys, err := runKeys(e, runlog.Dir(cacheDir), runAge, *dropRuns, dry)
+	if err != nil {
+		return err
+	}
 	for _, file := range keep {
 		ks, err := currentKeys(ctx, e, f, store, file, nil)
 		if err != nil {
@@ -463,6 +474,37 @@ func cacheImport(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, arg
 // bytesProgress renders a long cache operation's progress on stderr.
 func bytesProgress(e *env, name string) progress.Reporter {
 	return &progress.Writer{W: e.stderr, Name: name, Bar: e.isTerminal}
+}
+
+// runKeys removes the recorded runs older than age (none when age is 0;
+// under dryRun it only says how many it would) and returns the keys that
+// the remaining runs name, which gc keeps.
+func runKeys(e *env, dir string, age time.Duration, ageText string, dryRun bool) ([]cache.Key, error) {
+	l, err := runlog.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	cut := time.Now().Add(-age)
+	var keys []cache.Key
+	old := 0
+	for _, r := range l.Entries {
+		if age > 0 && r.Started.Before(cut) {
+			old++
+			continue
+		}
+		keys = append(keys, r.Keys()...)
+	}
+	switch {
+	case old > 0 && dryRun:
+		fmt.Fprintf(e.stdout, "gc: would remove %d recorded run%s older than %s\n", old, plural(old), ageText)
+	case old > 0:
+		n, err := runlog.Remove(dir, cut)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(e.stdout, "gc: removed %d recorded run%s older than %s\n", n, plural(n), ageText)
+	}
+	return keys, nil
 }
 
 // parseAge parses a duration that may use d for days: 30d, 12h, 0.

@@ -16,6 +16,7 @@ import (
 	"dragonx/internal/progress"
 	"dragonx/internal/termtext"
 	"dragonx/stages"
+	"dragonx/stages/runlog"
 )
 
 // This file holds the remote-cache subcommands of `dragonx cache`: push,
@@ -71,12 +72,9 @@ func cachePush(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args 
 	if err != nil {
 		return err
 	}
-	if len(pos) > 1 {
-		return usagef("want at most one experiment file")
-	}
-	file := ""
-	if len(pos) == 1 {
-		file = pos[0]
+	file, err := optionalFile(pos)
+	if err != nil {
+		return err
 	}
 	targets, err := parseTargets(stageNames)
 	if err != nil {
@@ -147,6 +145,9 @@ func cachePush(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args 
 	}
 	s := client.Stats()
 	fmt.Fprintf(e.stdout, "pushed %d of %d stage runs to %s: %d blobs (%s) uploaded\n", s.Pushed, len(keys), client, s.BlobsUp, humanize.Bytes(s.BytesUp))
+	if err := pushRuns(ctx, e, f, client.Remote(), file); err != nil {
+		return fmt.Errorf("pushing the run log to %s: %w", client, err)
+	}
 	if failed > 0 {
 		return withCode(exitFailure, fmt.Errorf("%d stage run%s could not be pushed ('dragonx cache verify' checks the local cache)", failed, plural(failed)))
 	}
@@ -267,6 +268,11 @@ func cachePull(ctx context.Context, e *env, fs *flag.FlagSet, f *expFlags, args 
 	s := client.Stats()
 	fmt.Fprintf(e.stdout, "pulled %d stage run%s from %s: %d blobs (%s) downloaded; %d stage%s on neither cache\n",
 		s.Pulled, plural(s.Pulled), client, s.BlobsDown, humanize.Bytes(s.BytesDown), missing, plural(missing))
+	n, err := runlog.Pull(ctx, client.Remote(), runlog.Dir(cacheDirFor(e, f.cacheDir, pos[0])), runWarner(e))
+	if err != nil {
+		return fmt.Errorf("pulling the run log from %s: %w", client, err)
+	}
+	fmt.Fprintf(e.stdout, "pulled %d recorded run%s ('dragonx runs' lists them)\n", n, plural(n))
 	if len(failed) > 0 {
 		return withCode(exitFailure, fmt.Errorf("%d stage run%s could not be pulled", len(failed), plural(len(failed))))
 	}
@@ -372,4 +378,29 @@ func cacheLsRemote(ctx context.Context, e *env, f *expFlags, rf *remoteFlags, fi
 	}
 	fmt.Fprintf(e.stdout, "%d of %d stages complete on %s\n", complete, len(rows), client)
 	return nil
+}
+
+// pushRuns appends the recorded runs (those of file, if not "") that the
+// remote's run log lacks, and says how many.
+func pushRuns(ctx context.Context, e *env, f *expFlags, r remote.Remote, file string) error {
+	var keep func(*runlog.Entry) bool
+	if file != "" {
+		var err error
+		if keep, err = runlog.OfFile(file); err != nil {
+			return err
+		}
+	}
+	pushed, present, err := runlog.Push(ctx, r, runlog.Dir(cacheDirFor(e, f.cacheDir, file)), keep, runWarner(e))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "pushed %d recorded run%s (%d already on the remote)\n", pushed, plural(pushed), present)
+	return nil
+}
+
+// runWarner prints a remote run log slot that cannot be used.
+func runWarner(e *env) func(error) {
+	return func(err error) {
+		fmt.Fprintf(e.stderr, "dragonx: warning: %s (skipped)\n", cache.Printable(err.Error()))
+	}
 }

@@ -13,7 +13,7 @@ import (
 
 var cmdReport = &command{
 	name:  "report",
-	usage: "report [flags] [-open] [-format md|html] FILE.hcl",
+	usage: "report [flags] [-open] [-format md|html] FILE.hcl | -compare RUN_A,RUN_B[,...]",
 	short: "write the notebook report of an experiment from the cache, running nothing",
 	long: `Report writes the notebook report of the experiment FILE.hcl as it is
 configured now (-var, -var-file), from what the cache holds, without running any
@@ -28,6 +28,20 @@ network) and OUT/report.md (its figures in OUT/report_files/), OUT being -out
 (default out/ at the experiment's repository root). It prints the path of the
 page (-format md: of the Markdown). With -open, it opens that file with
 xdg-open, or says that xdg-open is missing.
+
+The report leads with the results: a summary (the provenance line: latency
+source, scale, decoding; the main table; the paper's numbers beside ours; the
+headline figures), then the stage cells, then the rest of the results.
+
+With -compare RUN_A,RUN_B[,...] (runs of the run log: an id, a unique prefix,
+last or last~N; see 'dragonx runs'), it writes instead one page that sets the
+runs side by side, OUT/compare.html and OUT/compare.md (figures in
+OUT/compare_files/): the runs; what differs in each from the first (the
+experiment file, the variables, each stage's parameters in plan's words, the
+stages whose results differ); the metrics side by side (those that differ and
+the headline ones, with the last run's value minus the first's); and the
+figures overlaid: the loss curves, the RL curves and the speedup CDFs of every
+run on one axis each. The runs may be of different experiment files.
 `,
 	run: runReport,
 }
@@ -42,18 +56,33 @@ func runReport(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.outDir, "out", "", "write the report into `DIR` (default out/ at the repository root)")
 	fs.BoolVar(&open, "open", false, "open the report with xdg-open")
 	fs.StringVar(&format, "format", "html", "the report to print and open: `md` or html (both are written)")
+	compare := fs.String("compare", "", "set the runs `RUN_A,RUN_B[,...]` side by side (ids, prefixes, last, last~N) instead")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want one experiment file, FILE.hcl")
 	}
 	if format != "md" && format != "html" {
 		return usagef("-format %q: want md or html", format)
 	}
 	if f.outDir == "-" {
 		return usagef("-out -: the report needs a directory")
+	}
+	if *compare != "" {
+		if len(pos) != 0 {
+			return usagef("-compare takes runs, not an experiment file")
+		}
+		path, err := runCompareReport(ctx, e, &f, *compare, format)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "report: %s\n", path)
+		if open {
+			return openFile(e, path)
+		}
+		return nil
+	}
+	if len(pos) != 1 {
+		return usagef("want one experiment file, FILE.hcl")
 	}
 	cfg, err := loadExperiment(e, &f, pos[0])
 	if err != nil {

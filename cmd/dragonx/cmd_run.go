@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -38,6 +39,12 @@ self-contained page) and OUT/report.md, and its path printed: a cell per stage
 tail of its log), then the results of the analysis stages ('dragonx help
 report'; 'dragonx report FILE.hcl' writes it again from the cache). -out -
 writes no report; with -json the path is not printed.
+
+Every run, a no-op rerun and a failed run included, is recorded in the cache's
+run log (the file and its digest, the variables, each stage's key, status,
+parameters and outputs, the analysis's metrics; docs/runs.md) and its id
+printed: 'dragonx runs' lists the runs, 'dragonx diff last~1 last' says what
+changed, 'dragonx report -compare last~1,last' sets them side by side.
 
 With -json, one JSON document goes to standard output:
   {"ok": bool, "stages": [{"name", "kind", "key", "status": "ran|cached|failed|skipped",
@@ -116,9 +123,13 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		}
 		eng.Remote, eng.Push = client, push
 	}
+	started := time.Now()
 	rep, err := eng.Run(ctx, cfg, targets)
 	if err != nil && rep == nil {
 		return err
+	}
+	if ent := recordRun(ctx, e, eng, cfg, rep, cacheDir, pos[1:], started); ent != nil && !f.json {
+		fmt.Fprintf(e.stderr, "run: %s recorded in the run log (dragonx runs)\n", ent.Short())
 	}
 	if client != nil && !f.json {
 		if s := client.Stats(); s.Pulled > 0 || s.Pushed > 0 || push {

@@ -248,3 +248,15 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// optionalFile returns the one experiment file among pos, or "" when pos
+// is empty.
+func optionalFile(pos []string) (string, error) {
+	switch len(pos) {
+	case 0:
+		return "", nil
+	case 1:
+		return pos[0], nil
+	}
+	return "", usagef("want at most one experiment file")
+}

@@ -66,7 +66,7 @@ type command struct {
 // commands lists every subcommand in help order.
 func commands() []*command {
 	return []*command{
-		cmdRun, cmdPlan, cmdStatus, cmdGraph, cmdShow, cmdReport, cmdCache,
+		cmdRun, cmdPlan, cmdStatus, cmdGraph, cmdShow, cmdReport, cmdRuns, cmdDiff, cmdCache,
 		cmdKernel, cmdEncode, cmdDecode,
 		cmdVersion,
 		cmdDragon,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"dragonx/reports"
 	"dragonx/stages"
 	"dragonx/stages/analysis"
+	"dragonx/stages/bench"
 )
 
 // The notebook report: a cell per stage (status, key, duration, parameters,
@@ -44,6 +46,7 @@ func buildNotebook(ctx context.Context, eng *stages.Engine, cfg *stages.Config, 
 		byAddr[r.Addr.String()] = r
 	}
 	var analyses []*stages.Result
+	var decodings []string
 	for _, inst := range cfg.Instances {
 		res := byAddr[inst.Addr.String()]
 		c := reports.Cell{Stage: inst.Addr.String(), Kind: inst.Kind.Name(), Status: "not run"}
@@ -92,12 +95,21 @@ func buildNotebook(ctx context.Context, eng *stages.Engine, cfg *stages.Config, 
 				tail = strings.TrimRight(tail, "\n") + "\nerror: " + res.Err.Error()
 			}
 			c.LogTail = strings.TrimLeft(tail, "\n")
-			if inst.Kind.Name() == "analysis" && (res.Status == stages.StatusRan || res.Status == stages.StatusCached) {
+			done := res.Status == stages.StatusRan || res.Status == stages.StatusCached
+			if inst.Kind.Name() == "analysis" && done {
 				analyses = append(analyses, res)
+			}
+			if inst.Kind.Name() == "bench" && done {
+				d, err := benchDecoding(ctx, eng, res)
+				if err != nil {
+					return nil, err
+				}
+				decodings = append(decodings, d)
 			}
 		}
 		nb.Cells = append(nb.Cells, c)
 	}
+	nb.Decoding = strings.Join(decodings, "; ")
 	if len(analyses) > 0 {
 		r, err := analysisResults(ctx, eng, analyses)
 		if err != nil {
@@ -109,6 +121,33 @@ func buildNotebook(ctx context.Context, eng *stages.Engine, cfg *stages.Config, 
 		}
 	}
 	return nb, nil
+}
+
+// benchDecoding says how a bench stage's policies sampled, from its
+// summary.json: "bench: grammar+gpu_limits, 2 attempts per task at
+// temperature 0.8 and one greedy attempt".
+func benchDecoding(ctx context.Context, eng *stages.Engine, res *stages.Result) (string, error) {
+	o, ok := res.Outputs["summary"]
+	if !ok || o.Tree {
+		return "", fmt.Errorf("%s has no summary file", res.Addr)
+	}
+	var buf bytes.Buffer
+	if err := eng.CopyBlob(ctx, o.Digest, &buf); err != nil {
+		return "", fmt.Errorf("the summary of %s: %w", res.Addr, err)
+	}
+	var sum bench.Summary
+	if err := json.Unmarshal(buf.Bytes(), &sum); err != nil {
+		return "", fmt.Errorf("the summary of %s: %w", res.Addr, err)
+	}
+	dec := sum.Decoding
+	if dec == "" {
+		dec = "decoding not recorded"
+	}
+	s := fmt.Sprintf("%s: %s, %d attempt%s per task at temperature %g", res.Addr.Short(), dec, sum.Attempts, plural(sum.Attempts), sum.Temperature)
+	if sum.Greedy {
+		s += " and one greedy attempt"
+	}
+	return s, nil
 }
 
 // scaleOf is the experiment's variable "scale", if it has a string one.

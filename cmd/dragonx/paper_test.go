@@ -233,6 +233,14 @@ func TestPaperSmoke(t *testing.T) {
 		if len(res.Images) < 4 || res.Tables < 10 {
 			t.Errorf("report.html shows %d images and %d tables; want the analysis's figures and tables", len(res.Images), res.Tables)
 		}
+		// The report leads with the results: the main table is within
+		// the first screen, and no parameter value runs off the page.
+		if m, ok := res.Mark("main-table"); !ok || m.Top >= res.ViewportHeight {
+			t.Errorf("report.html: the main table (%+v, found %v) is not within the first screen (%.0f px)", m, ok, res.ViewportHeight)
+		}
+		if res.PageWidth > res.ViewportWidth {
+			t.Errorf("report.html is %.0f px wide in a %.0f px window: a value does not wrap", res.PageWidth, res.ViewportWidth)
+		}
 	})
 
 	// A second run reruns nothing.
@@ -316,6 +324,47 @@ func TestPaperSmoke(t *testing.T) {
 	_, stderr = run("run", "-cache", cacheDir, "-out", out, "-var", "scale=smoke", copyPath)
 	if !strings.Contains(stderr, "1 ran, 6 cached") {
 		t.Errorf("run after a style edit: want 1 ran, 6 cached:\n%s", stderr)
+	}
+	checkRunLog(t, run, cacheDir, work)
+}
+
+// checkRunLog checks the run log of TestPaperSmoke's three runs (paper.hcl,
+// its no-op rerun, the copy with another figure style): runs lists them,
+// diff names the copy's one parameter and the analysis's new results, and
+// the comparison page of the first and the last renders in chromium with
+// the loss and RL curves overlaid.
+func checkRunLog(t *testing.T, run func(args ...string) (string, string), cacheDir, work string) {
+	t.Helper()
+	runs, _ := run("runs", "-cache", cacheDir)
+	if n := strings.Count(runs, "scale=smoke"); n != 3 {
+		t.Errorf("runs lists %d runs at scale smoke, want 3:\n%s", n, runs)
+	}
+	diff, _ := run("diff", "-cache", cacheDir, "last~2", "last")
+	for _, want := range []string{"experiment file: experiments/paper.hcl (", "param analysis.style.FontSize changed 11 -> 13", "results differ: figures"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("diff of paper.hcl and its restyled copy does not say %q:\n%s", want, diff)
+		}
+	}
+	if strings.Contains(diff, "stage.sft") {
+		t.Errorf("diff lists stage.sft, which is the same in both runs:\n%s", diff)
+	}
+	cmp := filepath.Join(work, "compare")
+	run("report", "-cache", cacheDir, "-out", cmp, "-compare", "last~2,last")
+	if _, err := browsercheck.Find(); err != nil {
+		t.Logf("the comparison page's browser check needs chromium: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := browsercheck.Check(ctx, filepath.Join(cmp, "compare.html"), filepath.Join(t.TempDir(), "compare.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := res.Problems(); len(p) > 0 {
+		t.Errorf("compare.html in chromium: %s", strings.Join(p, "; "))
+	}
+	if len(res.Images) < 2 || res.PageWidth > res.ViewportWidth {
+		t.Errorf("compare.html shows %d images (want the loss and RL curves), %.0f px wide in %.0f", len(res.Images), res.PageWidth, res.ViewportWidth)
 	}
 }
 

@@ -58,6 +58,16 @@ type Result struct {
 	Images []Image
 	// Tables is the number of <table> elements.
 	Tables int
+	// Marks has each element the page marks with a data-check attribute
+	// (its value names it), in document order, where it was laid out.
+	Marks []Mark
+	// ViewportHeight is the height of the browser window's first screen
+	// in CSS pixels.
+	ViewportHeight float64
+	// PageWidth and ViewportWidth are the document's scroll width and the
+	// window's width: a page wider than its window makes the reader
+	// scroll sideways (a value that does not wrap).
+	PageWidth, ViewportWidth float64
 	// Screenshot describes the screenshot of the whole page.
 	Screenshot Screenshot
 }
@@ -73,6 +83,23 @@ type Image struct {
 	// NaturalWidth and NaturalHeight are the decoded image's size in CSS
 	// pixels; zero when it did not load.
 	NaturalWidth, NaturalHeight int
+}
+
+// Mark is the layout box of an element marked data-check="NAME", in CSS
+// pixels from the top of the page.
+type Mark struct {
+	Name        string
+	Top, Bottom float64
+}
+
+// Mark returns the first mark named name.
+func (r *Result) Mark(name string) (Mark, bool) {
+	for _, m := range r.Marks {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Mark{}, false
 }
 
 // Loaded reports whether the image loaded with a non-zero size.
@@ -127,9 +154,13 @@ func (r *Result) Problems() []string {
 
 // pageState is what the page's DOM says once its images have settled.
 type pageState struct {
-	Title  string  `json:"title"`
-	Tables int     `json:"tables"`
-	Images []Image `json:"images"`
+	Title          string  `json:"title"`
+	Tables         int     `json:"tables"`
+	Images         []Image `json:"images"`
+	Marks          []Mark  `json:"marks"`
+	ViewportHeight float64 `json:"viewportHeight"`
+	ViewportWidth  float64 `json:"viewportWidth"`
+	PageWidth      float64 `json:"pageWidth"`
 }
 
 // stateJS waits for every image to load or fail, then reads the page. It
@@ -144,6 +175,13 @@ const stateJS = `(async () => {
   return {
     title: document.title,
     tables: document.getElementsByTagName('table').length,
+    marks: Array.from(document.querySelectorAll('[data-check]')).map(el => {
+      const r = el.getBoundingClientRect();
+      return {Name: el.dataset.check, Top: r.top + window.scrollY, Bottom: r.bottom + window.scrollY};
+    }),
+    viewportHeight: window.innerHeight,
+    viewportWidth: document.documentElement.clientWidth,
+    pageWidth: document.documentElement.scrollWidth,
     images: imgs.map(im => ({
       Src: (im.getAttribute('src') || '').slice(0, 80),
       Alt: im.alt,
@@ -236,7 +274,8 @@ func Check(ctx context.Context, htmlPath, screenshotPath string) (*Result, error
 	if err != nil {
 		return nil, fmt.Errorf("browsercheck: read the page %s: %w", u, err)
 	}
-	res.Title, res.Tables, res.Images = st.Title, st.Tables, st.Images
+	res.Title, res.Tables, res.Images, res.Marks = st.Title, st.Tables, st.Images, st.Marks
+	res.ViewportHeight, res.ViewportWidth, res.PageWidth = st.ViewportHeight, st.ViewportWidth, st.PageWidth
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		return nil, fmt.Errorf("browsercheck: screenshot of %s: %w", u, err)

@@ -34,6 +34,39 @@ func check(t *testing.T, html, shot string) *Result {
 	return r
 }
 
+// checkNotebook renders nb as HTML, loads it (writePage, check) and
+// reports every problem the browser shows; it returns the page's bytes,
+// the screenshot's path and what the browser saw.
+func checkNotebook(t *testing.T, nb *reports.Notebook, name string) ([]byte, string, *Result) {
+	t.Helper()
+	html, err := reports.HTML(nb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, shot := writePage(t, html, name)
+	r := check(t, page, shot)
+	if p := r.Problems(); len(p) > 0 {
+		t.Errorf("the report has problems in the browser:\n%s", strings.Join(p, "\n"))
+	}
+	return html, shot, r
+}
+
+// writePage writes an HTML page as NAME.html in a temporary folder, or in
+// $BROWSERCHECK_KEEP to look at afterwards, and returns its path and the
+// path for its screenshot.
+func writePage(t *testing.T, html []byte, name string) (page, shot string) {
+	t.Helper()
+	dir := t.TempDir()
+	if d := os.Getenv("BROWSERCHECK_KEEP"); d != "" {
+		dir = d
+	}
+	page, shot = filepath.Join(dir, name+".html"), filepath.Join(dir, name+".png")
+	if err := os.WriteFile(page, html, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return page, shot
+}
+
 func readFile(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -71,28 +104,8 @@ func TestReportRenders(t *testing.T) {
 			}},
 		},
 	}
-	html, err := reports.HTML(nb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	page := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(page, html, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	shot := filepath.Join(dir, "report.png")
-	if d := os.Getenv("BROWSERCHECK_KEEP"); d != "" {
-		// Keep the page and its screenshot to look at.
-		page, shot = filepath.Join(d, "report.html"), filepath.Join(d, "report.png")
-		if err := os.WriteFile(page, html, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r := check(t, page, shot)
-	if p := r.Problems(); len(p) > 0 {
-		t.Errorf("the report has problems in the browser:\n%s", strings.Join(p, "\n"))
-	}
-	if want := strings.Count(string(html), "<table>"); r.Tables != want || want < 3 {
+	html, shot, r := checkNotebook(t, nb, "report")
+	if want := strings.Count(string(html), "<table"); r.Tables != want || want < 3 {
 		t.Errorf("browser counted %d tables, the page has %d", r.Tables, want)
 	}
 	want := [][2]int{{240, 160}, {300, 120}}

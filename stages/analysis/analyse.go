@@ -214,7 +214,7 @@ func (a *analyser) mainSection() error {
 			if s.Greedy {
 				n += " and one greedy attempt"
 			}
-			n += ", " + decodingText(s.Decoding)
+			n += ", " + decodingsText(s.Decoding)
 			n += "; correct means " + b.correctness()
 			n += "; speedups are over the unscheduled kernel with a default thread binding (construction) or the prompt's own script (refinement)."
 			notes[n] = true
@@ -365,7 +365,7 @@ func (a *analyser) paperTable() reports.Table {
 				if !b.gated() {
 					gate = "static verdict only, no numerical gate"
 				}
-				ours = append(ours, [2]string{pct(g.CorrectRate), fmt.Sprintf("ours: bench %s, policy %s (%s; %s)", b.name, RLPolicy, gate, decodingText(b.summary.Decoding))})
+				ours = append(ours, [2]string{pct(g.CorrectRate), fmt.Sprintf("ours: bench %s, policy %s (%s; %s)", b.name, RLPolicy, gate, decodingsText(b.summary.Decoding))})
 			}
 		}
 		add("per-attempt correctness, "+task, "correctness."+task, ours)
@@ -743,8 +743,20 @@ func decodingText(d string) string {
 		return "sampled under the script grammar that also keeps the GPU's thread limits"
 	case "grammar":
 		return "sampled under the script grammar"
-	case "free":
+	case "unconstrained", "free":
 		return "sampled without constraint"
 	}
 	return "decoding not recorded"
+}
+
+// decodingsText says decodingText of each mode of a bench.
+func decodingsText(modes []string) string {
+	if len(modes) == 0 {
+		return decodingText("")
+	}
+	out := make([]string, len(modes))
+	for i, m := range modes {
+		out[i] = decodingText(m)
+	}
+	return strings.Join(out, "; ")
 }

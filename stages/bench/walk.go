@@ -12,6 +12,16 @@ import (
 	"dragonx/stages/sft"
 )
 
+// DecisionFreeFamilies are the workload families whose scripts pass the
+// static verdict whatever is decided: their sketches have no
+// MultiLevelTiling (no data reuse to tile), only CrossThreadReduction's
+// and AutoBind's thread extents (kernels/space: at most 512 and 1024
+// threads, within the GPU's limits) and unroll choices, so a random walk
+// under the grammar alone is correct on them (TestDecisionFreeFamilies
+// checks it). A correctness figure on them says nothing about what a
+// policy learned; the analysis shows them apart.
+var DecisionFreeFamilies = []string{"LNORM", "NRM", "POOL", "SFM"}
+
 // walkStream is the PCG stream of the walks' random choices (their seed is
 // RowSeed's, as a policy's row).
 const walkStream = 0x77616c6b // "walk"

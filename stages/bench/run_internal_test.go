@@ -381,14 +381,7 @@ func TestRunFake(t *testing.T) {
 	}
 
 	// Batch size and threads do not change the bytes.
-	other := sp
-	other.Batch, other.Threads = 1, 1
-	second, _ := runFake(t, other, "")
-	for name, b := range first {
-		if !bytes.Equal(b, second[name]) {
-			t.Errorf("%s differs between batch 3 / 2 threads and batch 1 / 1 thread", name)
-		}
-	}
+	checkBatchFree(t, sp, first)
 
 	// Resume: a state with the header, two finished groups and a torn
 	// line: the run samples only the rest, and writes the same bytes.
@@ -450,7 +443,7 @@ func TestRunFake(t *testing.T) {
 	}
 
 	// A state of other parameters is not used.
-	other = sp
+	other := sp
 	other.Seed = 2
 	if _, n := runFake(t, other, state); n == 0 {
 		t.Error("a run of another seed sampled nothing: it used the state of seed 1")
@@ -592,7 +585,13 @@ func TestRunDecodingModes(t *testing.T) {
 		t.Errorf("walks correct per mode: %v; the thread limits should not make fewer correct", correct)
 	}
 	t.Logf("walks correct per mode: %v", correct)
+	checkBatchFree(t, sp, out)
+}
 
+// checkBatchFree checks that sp run with batch 1 and 1 thread writes the
+// bytes of out (a run of sp, batch 3 and 2 threads).
+func checkBatchFree(t *testing.T, sp Spec, out map[string][]byte) {
+	t.Helper()
 	other := sp
 	other.Batch, other.Threads = 1, 1
 	second, _ := runFake(t, other, "")

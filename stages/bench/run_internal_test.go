@@ -451,11 +451,12 @@ func TestRunFake(t *testing.T) {
 }
 
 // TestRunFakeShards: 2 and 3 shards (with 3, at least one has no task: the
-// test files have two workloads) give the bytes of one; a sharded run
-// resumes from its shards' states.
+// test files have two workloads) give the bytes of one, random_walk's
+// included; a sharded run resumes from its shards' states.
 func TestRunFakeShards(t *testing.T) {
 	sp := testSpec()
-	sp.Baselines = []string{BaselineUnscheduled, BaselineSearch}
+	sp.Baselines = []string{BaselineUnscheduled, BaselineRandomWalk, BaselineSearch}
+	sp.Constrained = true // random_walk walks under the grammar
 	want, rows := runFake(t, sp, "")
 	for _, n := range []int{2, 3} {
 		got, _ := runFakeShards(t, sp, "", n)

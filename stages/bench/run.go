@@ -262,7 +262,7 @@ func writeOutputs(dir string, sp Spec, source string, entries []entry, all []*At
 			if g.g.GeomeanSpeedup != nil {
 				gm = fmt.Sprintf("%.3g", *g.g.GeomeanSpeedup)
 			}
-			logf("%s %s%s: %d tasks, %d/%d attempts correct, pass@1 %.3f, fast_1 %.3f, geomean speedup %s (%s, simulated unless measured)",
+			logf("%s%s%s: %d tasks, %d/%d attempts correct, pass@1 %.3f, fast_1 %.3f, geomean speedup %s (%s, simulated unless measured)",
 				p.Name, modeSuffix(p.Decoding), g.kind, g.g.Tasks, g.g.Correct, g.g.Attempts, g.g.PassAt1, g.g.FastP["1"], gm, source)
 		}
 	}

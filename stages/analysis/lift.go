@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"dragonx/reports"
 	"dragonx/stages/bench"
@@ -69,12 +70,7 @@ func (l Lift) String() string {
 	return fmt.Sprintf("%+.2f (%d/%d vs %s %d/%d)", l.Points, l.Correct, l.Attempts, shortName(l.Base), l.BaseCorrect, l.BaseAttempt)
 }
 
-func shortName(name string) string {
-	if len(name) > len(bench.BaselinePrefix) && name[:len(bench.BaselinePrefix)] == bench.BaselinePrefix {
-		return name[len(bench.BaselinePrefix):]
-	}
-	return name
-}
+func shortName(name string) string { return strings.TrimPrefix(name, bench.BaselinePrefix) }
 
 // liftCell is the main table's lift of policy p on task: "–" for a
 // baseline or a bench without the comparator.
@@ -197,7 +193,7 @@ func familySplitTable(benches []*benchData) reports.Table {
 			}
 		}
 	}
-	t.Notes = []string{fmt.Sprintf("Decision-free families (%v): their sketches have no multi-level tiling, only thread extents within the GPU's limits and unroll choices, so any script the grammar allows passes the static verdict (bench's TestDecisionFreeFamilies walks them); a correct attempt there says nothing about what a policy learned.", bench.DecisionFreeFamilies)}
+	t.Notes = []string{fmt.Sprintf("Decision-free families (%s): their sketches have no multi-level tiling, only thread extents within the GPU's limits and unroll choices, so any script the grammar allows passes the static verdict (bench's TestDecisionFreeFamilies walks them); a correct attempt there says nothing about what a policy learned.", strings.Join(bench.DecisionFreeFamilies, ", "))}
 	return t
 }
 

@@ -51,6 +51,26 @@ variable "bench_attempts" {
   }
 }
 
+variable "bench_max_new" {
+  type        = number
+  default     = -1
+  description = "the most tokens a policy (or random_walk) writes per attempt: -1 = the scale's number"
+  validation {
+    condition     = var.bench_max_new == -1 || var.bench_max_new >= 1
+    error_message = "bench_max_new must be -1 (the scale's number) or a positive number of tokens."
+  }
+}
+
+# The decoding ablation: each policy benched unconstrained, under the script grammar, and
+# under the grammar that also keeps the GPU's thread limits (random_walk under each grammar
+# mode). Off, the policies decode as rl trains (grammar + gpu_limits) and the bench costs
+# what it did: the unconstrained mode samples until max_new when the model does not stop.
+variable "decoding_ablation" {
+  type        = bool
+  default     = false
+  description = "whether the bench samples the policies under every decoding mode (unconstrained, grammar, grammar+gpu_limits) instead of grammar+gpu_limits only"
+}
+
 variable "search_baseline" {
   type        = bool
   default     = true
@@ -229,7 +249,7 @@ stage "rl" {
 
 # The paper's GPU benchmark (docs/pipeline.md ## bench): each policy samples
 # `attempts` attempts at temperature 0.8 and one greedy attempt per held-out
-# task; the baselines get the same budget. Latencies from the H100 model
+# task, under each decoding mode; the baselines get the same budget. Latencies from the H100 model
 # (model:h100): simulated, never measured.
 stage "bench" {
   kind               = "bench"
@@ -244,13 +264,14 @@ stage "bench" {
   policy "rl" {
     checkpoint = stage.rl.out.checkpoint
   }
-  baselines     = concat(["unscheduled", "random", "dataset_best"], var.search_baseline ? ["search"] : [])
+  # random_walk: uniform choices under the policies' own mask, in each grammar mode: the
+  # lift column of the analysis is a policy's correctness minus the walk's.
+  baselines     = concat(["unscheduled", "random", "random_walk", "dataset_best"], var.search_baseline ? ["search"] : [])
   attempts      = var.bench_attempts >= 0 ? var.bench_attempts : local.s.attempts
   temperature   = 0.8
   greedy        = true
-  max_new       = local.s.bench_max_new
-  constrained   = true
-  gpu_limits    = true
+  max_new       = var.bench_max_new >= 1 ? var.bench_max_new : local.s.bench_max_new
+  decoding      = var.decoding_ablation ? ["unconstrained", "grammar", "grammar+gpu_limits"] : ["grammar+gpu_limits"]
   tasks         = var.bench_tasks >= 0 ? var.bench_tasks : local.s.bench_tasks
   search_trials = local.s.bench_trials
   target        = "h100-model"

@@ -172,7 +172,7 @@ func (a *analyser) mainSection() error {
 	}
 	ks, ps := sortedKeys(passK...), sortedKeys(fastP...)
 	if len(a.in.benches) > 0 {
-		header := []string{"bench", "policy", "kind", "task", "tasks", "attempts", "per-attempt correct", "greedy correct"}
+		header := []string{"bench", "policy", "kind", "decoding", "task", "tasks", "attempts", "per-attempt correct", "lift (points)", "greedy correct"}
 		for _, k := range ks {
 			header = append(header, "pass@"+k)
 		}
@@ -190,8 +190,8 @@ func (a *analyser) mainSection() error {
 					if g == nil {
 						continue
 					}
-					row := []string{b.name, p.Name, p.Kind, task, strconv.Itoa(g.Tasks), strconv.Itoa(g.Attempts),
-						pct(g.CorrectRate) + " (" + strconv.Itoa(g.Correct) + ")", optPct(g.GreedyCorrectRate)}
+					row := []string{b.name, p.Name, p.Kind, modeLabel(p.Decoding), task, strconv.Itoa(g.Tasks), strconv.Itoa(g.Attempts),
+						pct(g.CorrectRate) + " (" + strconv.Itoa(g.Correct) + ")", b.liftCell(&p, task), optPct(g.GreedyCorrectRate)}
 					for _, k := range ks {
 						if v, ok := g.PassAtK[k]; ok {
 							row = append(row, num(v, 3))
@@ -214,21 +214,25 @@ func (a *analyser) mainSection() error {
 			if s.Greedy {
 				n += " and one greedy attempt"
 			}
-			n += ", " + decodingText(s.Decoding)
+			n += ", " + decodingsText(s.Decoding)
 			n += "; correct means " + b.correctness()
 			n += "; speedups are over the unscheduled kernel with a default thread binding (construction) or the prompt's own script (refinement)."
 			notes[n] = true
 		}
 		t.Notes = append(sortedSet(notes),
+			"decoding: the mask a policy sampled under (unconstrained: any token, bounded by max_new; grammar: the workload's script grammar; grammar+gpu_limits: the grammar that also keeps the GPU's thread limits), and the one random_walk walked under; – for a baseline that decodes nothing.",
+			"lift: the policy's per-attempt correctness minus that of the uniform random walk under the same mask (random_walk, same mode, same attempts per task), in percentage points, with both counts; a policy decoded unconstrained is compared with random (design-space samples drawn without a mask: the walk without a grammar). A lift near 0 means the mask, not the policy, made the scripts correct; – where the bench has no such baseline.",
 			"pass@k: the unbiased estimator 1 - C(n-c,k)/C(n,k) averaged over tasks (n attempts, c correct); fast_p: the share of attempts that are correct and more than p times faster than the baseline; the geometric mean is over correct attempts.",
 			"Latencies labelled (simulated) come from the analytic GPU model, not from a GPU.")
 		sec.Tables = append(sec.Tables, a.addTable("main", t))
 
-		ct := reports.Table{Caption: "Tasks on which one policy produces faster kernels than another", Header: []string{"bench", "a", "b", "task", "tasks", "a faster", "b faster", "ties", "latency source"}}
+		sec.Tables = append(sec.Tables, a.addTable("families", familySplitTable(a.in.benches)))
+
+		ct := reports.Table{Caption: "Tasks on which one policy produces faster kernels than another", Header: []string{"bench", "a", "b", "decoding", "task", "tasks", "a faster", "b faster", "ties", "latency source"}}
 		defs := map[string]bool{}
 		for _, b := range a.in.benches {
 			for _, c := range b.summary.Comparisons {
-				ct.Rows = append(ct.Rows, []string{b.name, c.A, c.B, c.Task, strconv.Itoa(c.Tasks), strconv.Itoa(c.AFaster), strconv.Itoa(c.BFaster), strconv.Itoa(c.Ties), sourceLabel(b.summary.Source, b.summary.Measured)})
+				ct.Rows = append(ct.Rows, []string{b.name, c.A, c.B, modeLabel(c.Decoding), c.Task, strconv.Itoa(c.Tasks), strconv.Itoa(c.AFaster), strconv.Itoa(c.BFaster), strconv.Itoa(c.Ties), sourceLabel(b.summary.Source, b.summary.Measured)})
 			}
 			if d := b.summary.FasterDefinition; d != "" {
 				defs[d] = true
@@ -253,46 +257,47 @@ func sortedSet(m map[string]bool) []string {
 	return out
 }
 
-// policy returns the bench's policy called name, or nil.
-func (b *benchData) policy(name string) *benchPolicy {
-	for i := range b.summary.Policies {
-		if b.summary.Policies[i].Name == name {
-			return &b.summary.Policies[i]
-		}
-	}
-	return nil
-}
-
-// comparison returns the bench's comparison of x against y on task, or
-// nil. The bench compares each policy with the ones declared before it, so
-// the pair may be stored the other way round: it is then turned around.
-func (b *benchData) comparison(x, y, task string) *comparison {
+// comparison returns the bench's comparison of x against y under decoding
+// mode on task, or nil. The bench compares each policy with the ones
+// declared before it, so the pair may be stored the other way round: it is
+// then turned around.
+func (b *benchData) comparison(x, y, mode, task string) *comparison {
 	for i := range b.summary.Comparisons {
 		c := b.summary.Comparisons[i]
 		switch {
-		case c.Task != task:
+		case c.Task != task || c.Decoding != mode:
 		case c.A == x && c.B == y:
 			return &c
 		case c.A == y && c.B == x:
-			return &comparison{A: x, B: y, Task: task, Tasks: c.Tasks, AFaster: c.BFaster, BFaster: c.AFaster, Ties: c.Ties}
+			return &comparison{A: x, B: y, Decoding: mode, Task: task, Tasks: c.Tasks, AFaster: c.BFaster, BFaster: c.AFaster, Ties: c.Ties}
 		}
 	}
 	return nil
 }
 
-// sideBySide is one row per bench: the RL policy's headline figures, so
-// that benches of different reward shapes compare at a glance.
+// sideBySide is one row per bench and decoding mode: the RL policy's
+// headline figures, so that benches of different reward shapes compare at
+// a glance.
 func (a *analyser) sideBySide() reports.Table {
 	t := reports.Table{
 		Caption: "The RL policy of each bench side by side",
 		Header: []string{"bench", "correct (construction)", "correct (refinement)", "geomean speedup (construction)", "geomean speedup (refinement)",
-			"RL faster than SFT (construction)", "RL faster than SFT (refinement)", "latency source"},
+			"RL faster than SFT (construction)", "RL faster than SFT (refinement)", "decoding", "lift (construction)", "lift (refinement)", "latency source"},
 	}
 	for _, b := range a.in.benches {
-		p := b.policy(RLPolicy)
-		if p == nil {
-			continue // a bench of baselines only
+		for i := range b.summary.Policies {
+			if p := &b.summary.Policies[i]; p.Name == RLPolicy && p.Kind == "policy" {
+				t.Rows = append(t.Rows, b.sideBySideRow(p))
+			}
 		}
+	}
+	t.Notes = []string{fmt.Sprintf("The policy named %q of each bench that has one, under each decoding mode it was benched under; RL faster than SFT compares it with the policy named %q under the same mode; lift is over the uniform random walk under the same mask (random for unconstrained), in percentage points.", RLPolicy, SFTPolicy)}
+	return t
+}
+
+// sideBySideRow is the side-by-side row of the bench's RL policy p.
+func (b *benchData) sideBySideRow(p *benchPolicy) []string {
+	{
 		row := []string{b.name}
 		for _, task := range taskKinds {
 			if g := group(p, task); g != nil {
@@ -309,17 +314,18 @@ func (a *analyser) sideBySide() reports.Table {
 			}
 		}
 		for _, task := range taskKinds {
-			if c := b.comparison(RLPolicy, SFTPolicy, task); c != nil {
+			if c := b.comparison(RLPolicy, SFTPolicy, p.Decoding, task); c != nil {
 				row = append(row, fmt.Sprintf("%d of %d", c.AFaster, c.Tasks))
 			} else {
 				row = append(row, "–")
 			}
 		}
-		row = append(row, sourceLabel(b.summary.Source, b.summary.Measured))
-		t.Rows = append(t.Rows, row)
+		row = append(row, modeLabel(p.Decoding))
+		for _, task := range taskKinds {
+			row = append(row, b.liftCell(p, task))
+		}
+		return append(row, sourceLabel(b.summary.Source, b.summary.Measured))
 	}
-	t.Notes = []string{fmt.Sprintf("The policy named %q of each bench that has one; RL faster than SFT compares it with the policy named %q.", RLPolicy, SFTPolicy)}
-	return t
 }
 
 // quoted returns the paper's figure with the given key (reports.Quoted.Key).
@@ -360,12 +366,13 @@ func (a *analyser) paperTable() reports.Table {
 	for _, task := range taskKinds {
 		var ours [][2]string
 		for _, b := range a.in.benches {
-			if g := group(b.policy(RLPolicy), task); g != nil {
+			p := b.paperMode(RLPolicy)
+			if g := group(p, task); g != nil {
 				gate := "numeric gate"
 				if !b.gated() {
 					gate = "static verdict only, no numerical gate"
 				}
-				ours = append(ours, [2]string{pct(g.CorrectRate), fmt.Sprintf("ours: bench %s, policy %s (%s; %s)", b.name, RLPolicy, gate, decodingText(b.summary.Decoding))})
+				ours = append(ours, [2]string{pct(g.CorrectRate), fmt.Sprintf("ours: bench %s, policy %s (%s; %s%s)", b.name, RLPolicy, gate, decodingText(p.Decoding), paperModeNote(p.Decoding))})
 			}
 		}
 		add("per-attempt correctness, "+task, "correctness."+task, ours)
@@ -373,8 +380,12 @@ func (a *analyser) paperTable() reports.Table {
 	for _, task := range taskKinds {
 		var ours [][2]string
 		for _, b := range a.in.benches {
-			if c := b.comparison(RLPolicy, SFTPolicy, task); c != nil {
-				ours = append(ours, [2]string{fmt.Sprintf("%d of %d", c.AFaster, c.Tasks), fmt.Sprintf("ours: bench %s; %s", b.name, sourceLabel(b.summary.Source, b.summary.Measured))})
+			p := b.paperMode(RLPolicy)
+			if p == nil {
+				continue
+			}
+			if c := b.comparison(RLPolicy, SFTPolicy, p.Decoding, task); c != nil {
+				ours = append(ours, [2]string{fmt.Sprintf("%d of %d", c.AFaster, c.Tasks), fmt.Sprintf("ours: bench %s; %s; %s", b.name, decodingText(p.Decoding), sourceLabel(b.summary.Source, b.summary.Measured))})
 			}
 		}
 		add("RL faster than SFT, "+task, "rl_faster."+task, ours)
@@ -388,6 +399,7 @@ func (a *analyser) paperTable() reports.Table {
 	}
 	t.Notes = []string{
 		"Source \"paper\": quoted from the paper's abstract. " + judged + "; our latencies are labelled with their source, and (simulated) means the analytic GPU model, not a measurement.",
+		"The paper's model decodes without a mask, so ours beside it is the RL policy's least constrained mode of each bench: unconstrained when the bench has it, else the grammar alone, else the grammar with the GPU's thread limits; each row says which.",
 	}
 	return t
 }
@@ -425,19 +437,27 @@ func (a *analyser) figureSection() error {
 	st := a.sp.Style
 	for _, b := range a.in.benches {
 		src := b.summary.Source // the plots label it simulated or measured
+		mode := b.figureMode()
+		if len(b.summary.Decoding) > 1 {
+			notes = append(notes, fmt.Sprintf("bench %s: the speedup CDFs and latency scatters show the policies and random_walk decoded under %s (the per-family figures and tables show every mode).", b.name, mode))
+		}
 		for _, task := range taskKinds {
 			tag := b.name + "_" + task
-			// Speedup CDF: the speedups of every correct attempt, per policy.
+			// Speedup CDF: the speedups of every correct attempt, per
+			// policy (under the figures' mode) and baseline.
 			var series []plots.Series
 			for _, p := range b.summary.Policies {
+				if p.Decoding != "" && p.Decoding != mode {
+					continue
+				}
 				var xs []float64
 				for _, at := range b.attempts {
-					if at.Policy == p.Name && at.Task == task && at.OK {
+					if at.Policy == p.Name && at.Decoding == p.Decoding && at.Task == task && at.OK {
 						xs = append(xs, *at.Speedup)
 					}
 				}
 				if len(xs) > 0 {
-					series = append(series, plots.Series{Name: p.Name, X: xs})
+					series = append(series, plots.Series{Name: seriesName(p.Name, p.Decoding), X: xs})
 				}
 			}
 			if len(series) > 0 {
@@ -458,11 +478,11 @@ func (a *analyser) figureSection() error {
 					return fmt.Errorf("bench %s %s: %w", b.name, task, err)
 				}
 				sec.Figures = append(sec.Figures, a.addFigure("family_correctness_"+tag, f))
-				sec.Tables = append(sec.Tables, a.addTable("family_"+tag, familyTable(b.name, task, bars)))
+				sec.Tables = append(sec.Tables, a.addTable("family_"+tag, familyTable(b.name, task, familyCounts(b, task))))
 			}
 
 			// RL vs SFT latency per task.
-			pairs, finite := latencyPairs(b, task)
+			pairs, finite := latencyPairs(b, task, mode)
 			switch {
 			case len(pairs) == 0:
 				notes = append(notes, fmt.Sprintf("bench %s, %s: the bench has no %q and %q policies to compare.", b.name, task, SFTPolicy, RLPolicy))
@@ -482,50 +502,41 @@ func (a *analyser) figureSection() error {
 	return nil
 }
 
-// familyBars is the correct rate of each policy on each workload family,
-// over every attempt (temperature and greedy).
+// familyBars is the correct rate of each policy (under each mode) on each
+// workload family, over every attempt (temperature and greedy); the
+// decision-free families come last.
 func familyBars(b *benchData, task string) []plots.Bar {
-	type key struct{ fam, pol string }
-	n, c := map[key]int{}, map[key]int{}
-	fams := map[string]bool{}
-	for _, at := range b.attempts {
-		if at.Task != task {
-			continue
-		}
-		k := key{at.Family, at.Policy}
-		n[k]++
-		if at.OK {
-			c[k]++
-		}
-		fams[at.Family] = true
-	}
 	var bars []plots.Bar
-	for _, fam := range sortedSet(fams) {
-		for _, p := range b.summary.Policies {
-			k := key{fam, p.Name}
-			if n[k] == 0 {
-				continue
-			}
-			bars = append(bars, plots.Bar{Group: fam, Series: p.Name, Value: float64(c[k]) / float64(n[k]), N: n[k]})
+	for _, fc := range familyCounts(b, task) {
+		group := fc.family
+		if decisionFree(fc.family) {
+			group += "*"
 		}
+		bars = append(bars, plots.Bar{Group: group, Series: seriesName(fc.policy, fc.mode), Value: float64(fc.correct) / float64(fc.attempts), N: fc.attempts})
 	}
 	return bars
 }
 
-func familyTable(benchName, task string, bars []plots.Bar) reports.Table {
+func familyTable(benchName, task string, counts []familyCount) reports.Table {
 	t := reports.Table{
 		Caption: fmt.Sprintf("Per-attempt correctness per workload family (bench %s, %s)", benchName, task),
-		Header:  []string{"family", "policy", "attempts", "correct rate"},
+		Header:  []string{"family", "decision-free", "policy", "decoding", "attempts", "correct rate"},
 	}
-	for _, b := range bars {
-		t.Rows = append(t.Rows, []string{b.Group, b.Series, strconv.Itoa(b.N), pct(b.Value)})
+	for _, c := range counts {
+		free := "no"
+		if decisionFree(c.family) {
+			free = "yes"
+		}
+		t.Rows = append(t.Rows, []string{c.family, free, c.policy, modeLabel(c.mode), strconv.Itoa(c.attempts), countCell(c.correct, c.attempts)})
 	}
+	t.Notes = []string{"Decision-free families (marked * in the figure, listed last) pass the static verdict whatever is decided: see the table of families in the main results."}
 	return t
 }
 
 // latencyPairs pairs the median latency of SFT's and RL's correct attempts
-// on each task (+Inf: none correct); finite says whether any is finite.
-func latencyPairs(b *benchData, task string) ([]plots.Pair, bool) {
+// under decoding mode on each task (+Inf: none correct); finite says
+// whether any is finite.
+func latencyPairs(b *benchData, task, mode string) ([]plots.Pair, bool) {
 	type key struct {
 		index int
 		hash  string
@@ -533,7 +544,7 @@ func latencyPairs(b *benchData, task string) ([]plots.Pair, bool) {
 	sft, rl := map[key]TaskRow{}, map[key]TaskRow{}
 	var order []key
 	for _, r := range b.perTask {
-		if r.Task != task {
+		if r.Task != task || r.Decoding != mode {
 			continue
 		}
 		k := key{r.Index, r.Hash}
@@ -743,8 +754,32 @@ func decodingText(d string) string {
 		return "sampled under the script grammar that also keeps the GPU's thread limits"
 	case "grammar":
 		return "sampled under the script grammar"
-	case "free":
+	case "unconstrained", "free":
 		return "sampled without constraint"
 	}
 	return "decoding not recorded"
+}
+
+// paperModeNote says why a mode other than unconstrained is set beside
+// the paper's figure.
+func paperModeNote(mode string) string {
+	switch mode {
+	case "unconstrained", "free":
+		return ", as the paper's model decodes"
+	case "":
+		return ""
+	}
+	return "; the bench has no unconstrained run of it: the paper's model decodes without a mask"
+}
+
+// decodingsText says decodingText of each mode of a bench.
+func decodingsText(modes []string) string {
+	if len(modes) == 0 {
+		return decodingText("")
+	}
+	out := make([]string, len(modes))
+	for i, m := range modes {
+		out[i] = decodingText(m)
+	}
+	return strings.Join(out, "; ")
 }

@@ -11,15 +11,22 @@ func TestComparisonEitherWay(t *testing.T) {
 	b := &benchData{summary: &benchSummary{Comparisons: []comparison{
 		{A: "sft", B: "rl", Task: "construction", Tasks: 10, AFaster: 3, BFaster: 6, Ties: 1},
 		{A: "rl", B: "sft", Task: "refinement", Tasks: 5, AFaster: 4, BFaster: 1},
+		{A: "rl", B: "sft", Decoding: "grammar", Task: "refinement", Tasks: 5, AFaster: 2, BFaster: 3},
 	}}}
-	c := b.comparison(RLPolicy, SFTPolicy, "construction")
+	c := b.comparison(RLPolicy, SFTPolicy, "", "construction")
 	if c == nil || c.A != "rl" || c.B != "sft" || c.AFaster != 6 || c.BFaster != 3 || c.Ties != 1 || c.Tasks != 10 {
 		t.Errorf("construction: %+v; want rl 6 faster, sft 3, 1 tie of 10", c)
 	}
-	if c := b.comparison(RLPolicy, SFTPolicy, "refinement"); c == nil || c.AFaster != 4 || c.BFaster != 1 {
+	if c := b.comparison(RLPolicy, SFTPolicy, "", "refinement"); c == nil || c.AFaster != 4 || c.BFaster != 1 {
 		t.Errorf("refinement: %+v", c)
 	}
-	if c := b.comparison(RLPolicy, "baseline:random", "refinement"); c != nil {
+	if c := b.comparison(RLPolicy, SFTPolicy, "grammar", "refinement"); c == nil || c.AFaster != 2 || c.Decoding != "grammar" {
+		t.Errorf("refinement under the grammar: %+v", c)
+	}
+	if c := b.comparison(RLPolicy, SFTPolicy, "grammar", "construction"); c != nil {
+		t.Errorf("a mode the bench did not compare in: %+v", c)
+	}
+	if c := b.comparison(RLPolicy, "baseline:random", "", "refinement"); c != nil {
 		t.Errorf("a pair the bench does not have: %+v", c)
 	}
 }

@@ -241,15 +241,31 @@ func TestRunSample(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The main table: one row per policy and task kind, correctness and
-	// geomean from the summary, the source labelled simulated.
+	// The main table: one row per policy, decoding mode and task kind,
+	// correctness and geomean from the summary, the source labelled
+	// simulated; a policy's lift over random_walk under its mode.
 	main := readCSV(t, filepath.Join(dir, "tables", "main.csv"))
 	if len(main) != 1+len(sum.Policies)*2 {
 		t.Fatalf("main.csv has %d rows, want a header and %d", len(main), len(sum.Policies)*2)
 	}
+	lifts := map[string]string{
+		"sft construction": "+25.00 (10/16 vs random_walk 6/16)", "sft refinement": "+37.50 (11/16 vs random_walk 5/16)",
+		"rl construction": "+31.25 (11/16 vs random_walk 6/16)", "rl refinement": "+25.00 (9/16 vs random_walk 5/16)",
+	}
 	for _, p := range sum.Policies {
+		mode := p.Decoding
+		if mode == "" {
+			mode = "–"
+		}
 		for task, g := range map[string]*bench.Group{"construction": &p.Construction, "refinement": &p.Refinement} {
-			r := row(t, main[1:], "main", p.Name, p.Kind, task)
+			r := row(t, main[1:], "main", p.Name, p.Kind, mode, task)
+			want, ok := lifts[p.Name+" "+task]
+			if !ok {
+				want = "–" // a baseline
+			}
+			if got := cell(t, main[0], r, "lift (points)"); got != want {
+				t.Errorf("%s %s lift %q, want %q", p.Name, task, got, want)
+			}
 			if got, want := cell(t, main[0], r, "per-attempt correct"), fmt.Sprintf("%.2f%% (%d)", 100*g.CorrectRate, g.Correct); got != want {
 				t.Errorf("%s %s correct %q, want %q", p.Name, task, got, want)
 			}

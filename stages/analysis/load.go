@@ -46,10 +46,12 @@ func group(p *benchPolicy, task string) *benchGroup {
 // TaskRow is one line of a bench's per_task.csv; MedianUS is +Inf when the
 // policy has no correct attempt on the task.
 type TaskRow struct {
-	Policy, Task, Hash, Family string
-	Index                      int
-	Attempts, Correct          int
-	MedianUS                   float64
+	// Decoding is the row's decoding mode ("" for a baseline that
+	// decodes nothing, or a bench from before the modes).
+	Policy, Decoding, Task, Hash, Family string
+	Index                                int
+	Attempts, Correct                    int
+	MedianUS                             float64
 }
 
 // benchData is one bench's files.
@@ -213,6 +215,9 @@ func readPerTask(path string) ([]TaskRow, error) {
 		tr.Correct, e3 = strconv.Atoi(r[col["correct"]])
 		if err := errors.Join(e1, e2, e3); err != nil {
 			return nil, fmt.Errorf("%s: row %d: %w", path, i+2, err)
+		}
+		if j, ok := col["decoding"]; ok {
+			tr.Decoding = r[j]
 		}
 		if m := r[col["median_us"]]; m != "" {
 			v, err := strconv.ParseFloat(m, 64)

@@ -22,7 +22,7 @@ import (
 // the tasks on the judging workers, and records each task's attempts.
 func (r *run) baseline(ctx context.Context, b string) error {
 	name := BaselinePrefix + b
-	todo := r.todo(name)
+	todo := r.todo(name, "")
 	if len(todo) == 0 {
 		r.logf("%s: every task done by an earlier attempt", name)
 		return nil
@@ -48,7 +48,7 @@ func (r *run) baseline(ctx context.Context, b string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.Name(), err)
 		}
-		if err := r.st.put(name, t, atts); err != nil {
+		if err := r.st.put(atts); err != nil {
 			return err
 		}
 		mu.Lock()
@@ -117,7 +117,7 @@ func (bs *baselines) attempts(ctx context.Context, b string, t *Task, base *floa
 		if err != nil {
 			return nil, err
 		}
-		return []*Attempt{r.attempt(name, t, 0, false, res, base, 0)}, nil
+		return []*Attempt{r.attempt(name, "", t, 0, false, res, base, 0)}, nil
 
 	case BaselineRandom:
 		// As many design-space samples as a policy's attempts, each
@@ -138,7 +138,7 @@ func (bs *baselines) attempts(ctx context.Context, b string, t *Task, base *floa
 				// The sampler's rejection is the static verdict's
 				// (kernels/sample): the draw fails where its script
 				// would.
-				a := r.failed(name, t, i, false, d.Rejection.Err.Error(), base)
+				a := r.failed(name, "", t, i, false, d.Rejection.Err.Error(), base)
 				a.Phase = string(d.Rejection.Phase)
 				out = append(out, a)
 				continue
@@ -147,7 +147,7 @@ func (bs *baselines) attempts(ctx context.Context, b string, t *Task, base *floa
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, r.attempt(name, t, i, false, res, base, 0))
+			out = append(out, r.attempt(name, "", t, i, false, res, base, 0))
 		}
 		return out, nil
 
@@ -159,9 +159,9 @@ func (bs *baselines) attempts(ctx context.Context, b string, t *Task, base *floa
 			return nil, err
 		}
 		if res == nil {
-			return []*Attempt{r.failed(name, t, 0, false, fmt.Sprintf("the search found no valid schedule in %d trials", r.sp.SearchTrials), base)}, nil
+			return []*Attempt{r.failed(name, "", t, 0, false, fmt.Sprintf("the search found no valid schedule in %d trials", r.sp.SearchTrials), base)}, nil
 		}
-		return []*Attempt{r.attempt(name, t, 0, false, res, base, 0)}, nil
+		return []*Attempt{r.attempt(name, "", t, 0, false, res, base, 0)}, nil
 
 	case BaselineDatasetBest:
 		res, why, err := bs.datasetBest(ctx, w, t)
@@ -169,9 +169,9 @@ func (bs *baselines) attempts(ctx context.Context, b string, t *Task, base *floa
 			return nil, err
 		}
 		if res == nil {
-			return []*Attempt{r.failed(name, t, 0, false, why, base)}, nil
+			return []*Attempt{r.failed(name, "", t, 0, false, why, base)}, nil
 		}
-		return []*Attempt{r.attempt(name, t, 0, false, res, base, 0)}, nil
+		return []*Attempt{r.attempt(name, "", t, 0, false, res, base, 0)}, nil
 	}
 	return nil, fmt.Errorf("unknown baseline %q", b)
 }

@@ -1,9 +1,10 @@
 // Package bench is the `bench` stage kind, the paper's GPU benchmark: every
 // policy (a trained model: sft's or rl's checkpoint) samples attempts for
 // each held-out construction task and refinement prompt, and the baselines
-// (the unscheduled kernel, random design-space samples, the evolutionary
-// search, the dataset's best script) are judged on the same tasks with the
-// same judge (kernels/judge: every phase, then the latency on the target).
+// (the unscheduled kernel, random design-space samples, uniform random walks
+// under the policies' decoding mask, the evolutionary search, the dataset's
+// best script) are judged on the same tasks with the same judge
+// (kernels/judge: every phase, then the latency on the target).
 //
 //	stage "bench" {
 //	  kind               = "bench"
@@ -14,10 +15,12 @@
 //	  db                 = stage.harvest.out.db          # for the dataset_best baseline
 //	  policy "sft" { checkpoint = stage.sft.out.checkpoint }
 //	  policy "rl"  { checkpoint = stage.rl.out.checkpoint }
-//	  baselines   = ["unscheduled", "random", "search", "dataset_best"]
+//	  baselines   = ["unscheduled", "random", "random_walk", "search", "dataset_best"]
 //	  attempts    = 4    temperature = 0.8  top_k = 0  greedy = true  max_new = 512
 //	  constrained = true # sample under the workload's script grammar
 //	  gpu_limits  = true # ... that also keeps the GPU's thread limits (needs constrained)
+//	  # or, instead of constrained and gpu_limits, every mode to bench the policies under:
+//	  # decoding  = ["unconstrained", "grammar", "grammar+gpu_limits"]
 //	  tasks       = 0    # per task kind; 0 = all
 //	  search_trials = 32  target = "h100-model"  numeric = true  seed = 1
 //	  threads = 2  batch = 8  shards = 1             # not in the key
@@ -56,7 +59,7 @@ import (
 
 // Version is the kind's version; bump it when the same parameters would give
 // different outputs.
-const Version = "3" // 2: summary.json says how the policies decoded; 3: GPU model version 2 (issue 28)
+const Version = "3" // 2: summary.json says how the policies decoded; 3: GPU model version 2 (issue 28), attempts and summaries carry their decoding mode, random_walk (issue 27)
 
 // Kind is the bench stage kind.
 type Kind struct{}
@@ -71,14 +74,57 @@ func (Kind) Version() string { return Version }
 
 // The baselines.
 const (
-	BaselineUnscheduled = "unscheduled"  // the workload with only the default thread binding
-	BaselineRandom      = "random"       // design-space samples (kernels/sample)
+	BaselineUnscheduled = "unscheduled" // the workload with only the default thread binding
+	// BaselineRandom draws from the design space (kernels/sample) without
+	// any decoding mask: the unconstrained counterpart of random_walk.
+	BaselineRandom = "random"
+	// BaselineRandomWalk picks, token by token, uniformly among the tokens
+	// the policies' decoding mask allows (the script grammar, with or
+	// without the GPU's thread limits): a policy that has learned nothing
+	// beyond the mask. It runs under each grammar mode of decoding.
+	BaselineRandomWalk  = "random_walk"
 	BaselineSearch      = "search"       // the evolutionary search's best (kernels/search)
 	BaselineDatasetBest = "dataset_best" // the best valid script of harvest's db
 )
 
 // AllBaselines are the baselines, in their canonical order.
-var AllBaselines = []string{BaselineUnscheduled, BaselineRandom, BaselineSearch, BaselineDatasetBest}
+var AllBaselines = []string{BaselineUnscheduled, BaselineRandom, BaselineRandomWalk, BaselineSearch, BaselineDatasetBest}
+
+// defaultBaselines are the baselines of a stage that does not list them:
+// every one but random_walk, which needs the vocabulary and a grammar mode
+// (and was added after the others: the default key stays as it was).
+var defaultBaselines = []string{BaselineUnscheduled, BaselineRandom, BaselineSearch, BaselineDatasetBest}
+
+// The decoding modes: how a policy samples (and random_walk walks).
+const (
+	// DecodeUnconstrained: any token of the vocabulary (the paper's model
+	// decodes so); bounded by max_new like every mode.
+	DecodeUnconstrained = "unconstrained"
+	// DecodeGrammar: the workload's script grammar (kernels/grammar).
+	DecodeGrammar = "grammar"
+	// DecodeGPULimits: the grammar that also keeps the GPU's thread
+	// limits (grammar.WithThreadLimits).
+	DecodeGPULimits = "grammar+gpu_limits"
+)
+
+// AllDecodings are the decoding modes, in their canonical order.
+var AllDecodings = []string{DecodeUnconstrained, DecodeGrammar, DecodeGPULimits}
+
+// DecodingOf is the mode of the constrained and gpu_limits attributes.
+func DecodingOf(constrained, gpuLimits bool) string {
+	switch {
+	case constrained && gpuLimits:
+		return DecodeGPULimits
+	case constrained:
+		return DecodeGrammar
+	}
+	return DecodeUnconstrained
+}
+
+// decodingFlags are the constrained and gpu_limits of a mode.
+func decodingFlags(mode string) (constrained, gpuLimits bool) {
+	return mode != DecodeUnconstrained, mode == DecodeGPULimits
+}
 
 // BaselinePrefix starts a baseline's name in the outputs
 // ("baseline:search").
@@ -139,6 +185,11 @@ type Params struct {
 	// GPULimits makes the grammar also keep the samples within the GPU's
 	// thread limits (grammar.WithThreadLimits); it needs Constrained.
 	GPULimits bool `json:"gpu_limits"`
+	// Decoding lists the modes the policies are benched under when there
+	// are more than one (AllDecodings' order; Constrained and GPULimits
+	// are then false); nil means the one mode of Constrained and
+	// GPULimits. See Modes.
+	Decoding []string `json:"decoding,omitempty"`
 	// Tasks is the number of tasks per kind (the first of each file); 0
 	// means all.
 	Tasks        int `json:"tasks"`
@@ -210,7 +261,7 @@ var schema = &hcl.BodySchema{
 		{Name: "construction_tasks", Required: true}, {Name: "refinement_prompts", Required: true},
 		{Name: "db"},
 		{Name: "baselines"}, {Name: "attempts"}, {Name: "temperature"}, {Name: "top_k"}, {Name: "greedy"},
-		{Name: "max_new"}, {Name: "constrained"}, {Name: "gpu_limits"}, {Name: "tasks"}, {Name: "search_trials"}, {Name: "search_check"}, {Name: "target"},
+		{Name: "max_new"}, {Name: "constrained"}, {Name: "gpu_limits"}, {Name: "decoding"}, {Name: "tasks"}, {Name: "search_trials"}, {Name: "search_check"}, {Name: "target"},
 		{Name: "numeric"}, {Name: "seed"}, {Name: "threads"}, {Name: "batch"}, {Name: "shards"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "policy", LabelNames: []string{"name"}}},
@@ -229,13 +280,33 @@ func diag(summary, detail string, rng hcl.Range) *hcl.Diagnostic {
 // Targets returns the targets: the models of kernels/gpumodel and cuda.
 func Targets() []string { return append(gpumodel.Targets(), TargetCUDA) }
 
-// DefaultParams returns the parameters' defaults: every baseline, 4
-// attempts at temperature 0.8 and a greedy one, unconstrained, all tasks,
-// 32 search trials checked statically, on the h100 model with the
-// numerical gate.
+// DefaultParams returns the parameters' defaults: every baseline but
+// random_walk, 4 attempts at temperature 0.8 and a greedy one,
+// unconstrained, all tasks, 32 search trials checked statically, on the
+// h100 model with the numerical gate.
 func DefaultParams() Params {
-	return Params{Baselines: slices.Clone(AllBaselines), Attempts: defaultAttempts, Temperature: defaultTemperature,
+	return Params{Baselines: slices.Clone(defaultBaselines), Attempts: defaultAttempts, Temperature: defaultTemperature,
 		Greedy: true, MaxNew: defaultMaxNew, SearchTrials: defaultSearchTrials, SearchCheck: defaultSearchCheck, Target: defaultTarget, Numeric: true, Seed: defaultSeed}
+}
+
+// Modes returns the decoding modes the policies are benched under.
+func (p Params) Modes() []string {
+	if len(p.Decoding) > 0 {
+		return p.Decoding
+	}
+	return []string{DecodingOf(p.Constrained, p.GPULimits)}
+}
+
+// walkModes returns the modes random_walk walks under: the grammar modes
+// of Modes (a walk without a grammar is the random baseline).
+func (p Params) walkModes() []string {
+	var out []string
+	for _, m := range p.Modes() {
+		if m != DecodeUnconstrained {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Decode decodes a bench stage body.
@@ -284,26 +355,11 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		}
 	}
 	decodeAttr("baselines", &sp.Baselines, func() string {
-		seen := map[string]bool{}
-		for _, b := range sp.Baselines {
-			if !slices.Contains(AllBaselines, b) {
-				return fmt.Sprintf("unknown baseline %q; want some of %s.", b, strings.Join(AllBaselines, ", "))
-			}
-			if seen[b] {
-				return fmt.Sprintf("baseline %q is listed twice.", b)
-			}
-			seen[b] = true
-		}
 		// The canonical order, whatever the order written: the outputs
 		// list the baselines in it.
-		out := []string{}
-		for _, b := range AllBaselines {
-			if seen[b] {
-				out = append(out, b)
-			}
-		}
-		sp.Baselines = out
-		return ""
+		var msg string
+		sp.Baselines, msg = canonical("baseline", sp.Baselines, AllBaselines)
+		return msg
 	})
 	decodeAttr("attempts", &sp.Attempts, func() string {
 		if sp.Attempts < 0 || sp.Attempts > 1000 {
@@ -334,6 +390,29 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	decodeAttr("gpu_limits", &sp.GPULimits, func() string {
 		if sp.GPULimits && !sp.Constrained {
 			return sft.GPULimitsWithoutGrammar
+		}
+		return ""
+	})
+	var modes []string
+	decodeAttr("decoding", &modes, func() string {
+		if len(modes) == 0 {
+			return fmt.Sprintf("decoding is empty; want some of %s.", strings.Join(AllDecodings, ", "))
+		}
+		for _, name := range []string{"constrained", "gpu_limits"} {
+			if _, ok := content.Attributes[name]; ok {
+				return fmt.Sprintf("decoding replaces constrained and gpu_limits; %s is set too (at %s). Keep one of the two spellings.", name, content.Attributes[name].Range)
+			}
+		}
+		canon, msg := canonical("decoding mode", modes, AllDecodings)
+		if msg != "" {
+			return msg
+		}
+		// One mode is spelled as constrained and gpu_limits, so that
+		// its key is that of the older spelling.
+		if len(canon) == 1 {
+			sp.Constrained, sp.GPULimits = decodingFlags(canon[0])
+		} else {
+			sp.Decoding = canon
 		}
 		return ""
 	})
@@ -412,6 +491,18 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 			sp.Policies = append(sp.Policies, Policy{Name: name, Checkpoint: inputDir + "/policy-" + name + ".ckpt"})
 		}
 	}
+	if slices.Contains(sp.Baselines, BaselineRandomWalk) {
+		rng := dc.DeclRange
+		if a, ok := content.Attributes["baselines"]; ok {
+			rng = a.Expr.Range()
+		}
+		if _, ok := content.Attributes["vocab"]; !ok {
+			diags = append(diags, diag("Missing vocab", "The random_walk baseline writes scripts token by token in the policies' vocabulary: set vocab = stage.encode.out.vocab.", rng))
+		}
+		if len(sp.walkModes()) == 0 {
+			diags = append(diags, diag("No grammar to walk", "The random_walk baseline walks under the script grammar, and the policies decode unconstrained here: set constrained = true, or a grammar mode in decoding (the random baseline is the unconstrained one: design-space samples without a mask).", rng))
+		}
+	}
 	if len(sp.Policies) > 0 {
 		for _, name := range []string{"heldout", "vocab"} {
 			if _, ok := content.Attributes[name]; !ok {
@@ -456,10 +547,13 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	}{
 		{"policies", names}, {"baselines", sp.Baselines}, {"attempts", sp.Attempts}, {"temperature", sp.Temperature},
 		{"top_k", sp.TopK}, {"greedy", sp.Greedy}, {"max_new", sp.MaxNew}, {"constrained", sp.Constrained},
-		{"gpu_limits", sp.GPULimits}, {"tasks", sp.Tasks}, {"search_trials", sp.SearchTrials}, {"search_check", sp.SearchCheck}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
+		{"gpu_limits", sp.GPULimits}, {"decoding", sp.Decoding}, {"tasks", sp.Tasks}, {"search_trials", sp.SearchTrials}, {"search_check", sp.SearchCheck}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
 	} {
 		if p.name == "search_check" && sp.SearchCheck == "" {
 			continue // no search baseline: the keys of benches without one stay as they were
+		}
+		if (p.name == "decoding") != (sp.Decoding != nil) && (p.name == "decoding" || p.name == "constrained" || p.name == "gpu_limits") {
+			continue // one mode: in constrained and gpu_limits, as before decoding existed; several: in decoding
 		}
 		prm, err := stages.GoParam(p.name, p.v)
 		if err != nil {
@@ -471,8 +565,9 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 }
 
 // Params returns policies (their names), baselines, attempts, temperature,
-// top_k, greedy, max_new, constrained, gpu_limits, tasks, search_trials,
-// search_check (only with the search baseline), target, numeric and seed.
+// top_k, greedy, max_new, constrained, gpu_limits, decoding (only with more
+// than one mode), tasks, search_trials, search_check (only with the search
+// baseline), target, numeric and seed.
 func (s *Stage) Params() []stages.Param { return s.params }
 
 // Inputs returns the input files given and the policies' checkpoints
@@ -599,8 +694,41 @@ func (sp Spec) Validate() error {
 	if known := sp.SearchCheck == SearchStatic || sp.SearchCheck == SearchNumeric; !known && (sp.SearchCheck != "" || slices.Contains(sp.Baselines, BaselineSearch)) {
 		errs = append(errs, fmt.Errorf("search_check %q with baselines %v", sp.SearchCheck, sp.Baselines))
 	}
+	if sp.GPULimits && !sp.Constrained {
+		errs = append(errs, errors.New("gpu_limits without constrained"))
+	}
+	if sp.Decoding != nil {
+		if canon, msg := canonical("decoding mode", sp.Decoding, AllDecodings); msg != "" || len(canon) < 2 || !slices.Equal(canon, sp.Decoding) || sp.Constrained || sp.GPULimits {
+			errs = append(errs, fmt.Errorf("decoding %v with constrained %v and gpu_limits %v: want two or more modes of %v in that order, and neither flag", sp.Decoding, sp.Constrained, sp.GPULimits, AllDecodings))
+		}
+	}
+	if slices.Contains(sp.Baselines, BaselineRandomWalk) && (sp.Files["vocab"] == "" || len(sp.walkModes()) == 0) {
+		errs = append(errs, fmt.Errorf("the random_walk baseline needs a vocabulary and a grammar mode (decoding %v)", sp.Modes()))
+	}
 	if sp.Threads < 1 || sp.Batch < 1 {
 		errs = append(errs, fmt.Errorf("threads %d or batch %d is not positive", sp.Threads, sp.Batch))
 	}
 	return errors.Join(errs...)
+}
+
+// canonical returns the items of list (each one of all, at most once) in
+// all's order, or a diagnostic's detail naming the first bad item.
+func canonical(what string, list, all []string) ([]string, string) {
+	seen := map[string]bool{}
+	for _, x := range list {
+		if !slices.Contains(all, x) {
+			return nil, fmt.Sprintf("unknown %s %q; want some of %s.", what, x, strings.Join(all, ", "))
+		}
+		if seen[x] {
+			return nil, fmt.Sprintf("%s %q is listed twice.", what, x)
+		}
+		seen[x] = true
+	}
+	out := []string{}
+	for _, x := range all {
+		if seen[x] {
+			out = append(out, x)
+		}
+	}
+	return out, ""
 }

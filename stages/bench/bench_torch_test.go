@@ -52,7 +52,8 @@ func outputsOf(t *testing.T, dir string) map[string][]byte {
 }
 
 // TestTorchEndToEnd runs encode, a tiny sft and bench (two policies of a
-// tiny model, constrained, numeric gate; two baselines) through the engine
+// tiny model, unconstrained and under the grammar, numeric gate; three
+// baselines, random_walk among them) through the engine
 // and dragonx-torch, checks the outputs' schema and invariants, then reruns
 // bench alone: interrupted after its first group and resumed, with
 // another batch size and thread count, and in two shards; the outputs must
@@ -94,7 +95,7 @@ func TestTorchEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d policy attempts, %d got past decode (constrained, tiny model)", sampled, decoded)
+	t.Logf("%d policy attempts, %d got past decode (unconstrained and under the grammar, tiny model)", sampled, decoded)
 
 	// The stage alone, with the engine's upstream outputs as inputs.
 	inputs := map[string]string{}

@@ -49,6 +49,13 @@ func TestDiagnostics(t *testing.T) {
 		{"batch zero", stageSrc("  batch = 0"), "batch is 0", 2},
 		{"shards zero", stageSrc("  shards = 0"), "shards is 0", 2},
 		{"gpu_limits without constrained", stageSrc("  gpu_limits = true"), "gpu_limits = true needs constrained = true", 2},
+		{"decoding unknown", stageSrc("  decoding = [\"grammar\", \"free\"]"), `unknown decoding mode "free"`, 2},
+		{"decoding twice", stageSrc("  decoding = [\"grammar\", \"grammar\"]"), `decoding mode "grammar" is listed twice`, 2},
+		{"decoding empty", stageSrc("  decoding = []"), "decoding is empty", 2},
+		{"decoding and constrained", stageSrc("  constrained = true\n  decoding = [\"grammar\"]"), "decoding replaces constrained and gpu_limits", 3},
+		{"random_walk unconstrained", stageSrc("  baselines = [\"random_walk\"]"), "No grammar to walk", 2},
+		{"random_walk only unconstrained", stageSrc("  baselines = [\"random_walk\"]\n  decoding = [\"unconstrained\"]"), "No grammar to walk", 2},
+		{"random_walk without vocab", strings.Replace(stageSrc("  baselines = [\"random_walk\"]\n  constrained = true"), "  vocab = \"vocab.txt\"\n", "", 1), "Missing vocab", 2},
 		{"greedy not a bool", stageSrc("  greedy = 3"), "Unsuitable value", 2},
 		{"policy name", stageSrc("  policy \"Baseline:x\" {\n    checkpoint = \"a.ckpt\"\n  }"), "Invalid policy name", 2},
 		{"policy twice", stageSrc("  policy \"sft\" {\n    checkpoint = \"a.ckpt\"\n  }\n  policy \"sft\" {\n    checkpoint = \"b.ckpt\"\n  }"), "Duplicate policy block", 5},
@@ -98,11 +105,33 @@ func params(s *bench.Stage) string {
 	return b.String()
 }
 
+// defaultParams are the params of a bench that sets none: the key of such a
+// bench is the one it had before decoding and random_walk existed.
+const defaultParams = `policies=[]
+baselines=["unscheduled","random","search","dataset_best"]
+attempts=4
+temperature=0.8
+top_k=0
+greedy=true
+max_new=768
+constrained=false
+gpu_limits=false
+tasks=0
+search_trials=32
+search_check="static"
+target="h100-model"
+numeric=true
+seed=1
+`
+
 func TestDecodeDefaultsAndKey(t *testing.T) {
 	s := stageOf(t, "")
+	if got := params(s); got != defaultParams {
+		t.Errorf("default params:\n%s\nwant:\n%s", got, defaultParams)
+	}
 	sp := s.Spec()
 	want := bench.DefaultParams()
-	if !slices.Equal(sp.Baselines, bench.AllBaselines) || sp.Attempts != 4 || sp.Temperature != 0.8 || !sp.Greedy || sp.Constrained ||
+	if !slices.Equal(sp.Baselines, []string{"unscheduled", "random", "search", "dataset_best"}) || sp.Attempts != 4 || sp.Temperature != 0.8 || !sp.Greedy || sp.Constrained ||
 		sp.Tasks != 0 || sp.SearchTrials != 32 || sp.Target != "h100-model" || !sp.Numeric || sp.Seed != 1 || sp.MaxNew != want.MaxNew {
 		t.Fatalf("defaults: %+v", sp)
 	}
@@ -137,6 +166,28 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 		if got := params(stageOf(t, body)); got == base {
 			t.Errorf("%q does not change the params", body)
 		}
+	}
+
+	// decoding: one mode is the key of its constrained and gpu_limits
+	// spelling; several modes are in the key (in their canonical order)
+	// instead of constrained and gpu_limits.
+	for _, c := range []struct{ decoding, flags string }{
+		{`["unconstrained"]`, ""}, {`["grammar"]`, "  constrained = true"}, {`["grammar+gpu_limits"]`, "  constrained = true\n  gpu_limits = true"},
+	} {
+		if got, want := params(stageOf(t, "  decoding = "+c.decoding)), params(stageOf(t, c.flags)); got != want {
+			t.Errorf("decoding = %s: params\n%s\nwant those of %q:\n%s", c.decoding, got, c.flags, want)
+		}
+	}
+	all := stageOf(t, "  decoding = [\"grammar+gpu_limits\", \"unconstrained\", \"grammar\"]")
+	if got := params(all); !strings.Contains(got, "decoding=[\"unconstrained\",\"grammar\",\"grammar+gpu_limits\"]\n") || strings.Contains(got, "constrained=") || strings.Contains(got, "gpu_limits=") {
+		t.Errorf("three decoding modes: params\n%s", got)
+	}
+	if m := all.Spec().Modes(); !slices.Equal(m, bench.AllDecodings) || all.Spec().Validate() != nil {
+		t.Errorf("three decoding modes: modes %v, %v", m, all.Spec().Validate())
+	}
+	walk := stageOf(t, "  baselines = [\"random_walk\", \"unscheduled\"]\n  decoding = [\"unconstrained\", \"grammar\"]")
+	if b := walk.Spec().Baselines; !slices.Equal(b, []string{"unscheduled", "random_walk"}) || walk.Spec().Validate() != nil {
+		t.Errorf("random_walk: baselines %v, %v", b, walk.Spec().Validate())
 	}
 
 	// search_check is in the key and the spec only with the search

@@ -19,6 +19,10 @@ import (
 type Attempt struct {
 	// Policy is a policy's name or "baseline:NAME".
 	Policy string `json:"policy"`
+	// Decoding is the mode a policy sampled (or random_walk walked)
+	// under: unconstrained, grammar or grammar+gpu_limits; "" for the
+	// baselines that decode nothing.
+	Decoding string `json:"decoding,omitempty"`
 	// Task is "construction" or "refinement"; Index its position in the
 	// harvest's test file of that kind.
 	Task   string `json:"task"`
@@ -45,14 +49,17 @@ type Attempt struct {
 	// BaselineUS/LatencyUS for an OK attempt, null otherwise.
 	BaselineUS *float64 `json:"baseline_us"`
 	Speedup    *float64 `json:"speedup"`
-	// Tokens is the number of tokens the policy generated (0 for a
-	// baseline).
+	// Tokens is the number of tokens the policy (or random_walk)
+	// generated (0 for another baseline).
 	Tokens int `json:"tokens"`
 }
 
-// less orders attempts by (policy, task, index, attempt).
+// less orders attempts by (policy, decoding, task, index, attempt).
 func less(a, b *Attempt) int {
 	if c := strings.Compare(a.Policy, b.Policy); c != 0 {
+		return c
+	}
+	if c := modeOrder(a.Decoding) - modeOrder(b.Decoding); c != 0 {
 		return c
 	}
 	if c := strings.Compare(a.Task, b.Task); c != 0 {
@@ -101,10 +108,12 @@ type Group struct {
 	Phases map[string]int `json:"phases"`
 }
 
-// PolicySummary is one policy's or baseline's figures.
+// PolicySummary is one policy's or baseline's figures under one decoding
+// mode ("" for a baseline that decodes nothing).
 type PolicySummary struct {
 	Name         string `json:"name"`
 	Kind         string `json:"kind"` // "policy" or "baseline"
+	Decoding     string `json:"decoding,omitempty"`
 	Construction Group  `json:"construction"`
 	Refinement   Group  `json:"refinement"`
 }
@@ -112,13 +121,16 @@ type PolicySummary struct {
 // Comparison counts the tasks of one kind on which a is faster than b,
 // b faster than a, and the ties (FasterDefinition).
 type Comparison struct {
-	A       string `json:"a"`
-	B       string `json:"b"`
-	Task    string `json:"task"`
-	Tasks   int    `json:"tasks"`
-	AFaster int    `json:"a_faster"`
-	BFaster int    `json:"b_faster"`
-	Ties    int    `json:"ties"`
+	A string `json:"a"`
+	B string `json:"b"`
+	// Decoding is the mode of both (a baseline that decodes nothing is
+	// compared with the policies of every mode).
+	Decoding string `json:"decoding,omitempty"`
+	Task     string `json:"task"`
+	Tasks    int    `json:"tasks"`
+	AFaster  int    `json:"a_faster"`
+	BFaster  int    `json:"b_faster"`
+	Ties     int    `json:"ties"`
 }
 
 // Summary is summary.json.
@@ -129,26 +141,18 @@ type Summary struct {
 	Attempts    int     `json:"attempts"`
 	Temperature float64 `json:"temperature"`
 	Greedy      bool    `json:"greedy"`
-	// Decoding says how the policies sampled: "free" (any token),
-	// "grammar" (the workload's script grammar) or "grammar+gpu_limits"
-	// (the grammar that also keeps the GPU's thread limits).
-	Decoding         string          `json:"decoding"`
+	// Decoding lists the modes the policies sampled under (each policy
+	// summary says its own): "unconstrained" (any token), "grammar" (the
+	// workload's script grammar) or "grammar+gpu_limits" (the grammar
+	// that also keeps the GPU's thread limits).
+	Decoding         []string        `json:"decoding"`
 	FasterDefinition string          `json:"faster_definition"`
 	Policies         []PolicySummary `json:"policies"`
 	Comparisons      []Comparison    `json:"comparisons"`
 }
 
-// Decoding is summary.json's decoding for the constrained and gpu_limits
-// parameters.
-func Decoding(constrained, gpuLimits bool) string {
-	switch {
-	case constrained && gpuLimits:
-		return "grammar+gpu_limits"
-	case constrained:
-		return "grammar"
-	}
-	return "free"
-}
+// modeOrder orders decoding modes as AllDecodings ("" first).
+func modeOrder(mode string) int { return slices.Index(AllDecodings, mode) }
 
 // FasterDefinition is summary.json's faster_definition.
 const FasterDefinition = "A policy is faster than another on a task when the median latency of its correct attempts (every sampled attempt and the greedy one) is lower; a task without a correct attempt counts as infinitely slow, and equal medians (both infinite included) are a tie."
@@ -349,9 +353,11 @@ func phaseIndex(phases []verdict.Phase, p verdict.Phase) int {
 	return 0
 }
 
-// entry is a policy or a baseline with its attempts (sorted).
+// entry is a policy or a baseline under one decoding mode ("" for a
+// baseline that decodes nothing) with its attempts (sorted).
 type entry struct {
 	name     string
+	mode     string
 	baseline bool
 	attempts []*Attempt
 }
@@ -359,8 +365,8 @@ type entry struct {
 // summarize builds summary.json from the entries (policies in their
 // order, then the baselines) and the judge's phases.
 func summarize(sp Spec, source string, entries []entry, phases []verdict.Phase) *Summary {
-	s := &Summary{Version: 1, Source: source, Measured: strings.HasPrefix(source, "measured"), Attempts: sp.Attempts,
-		Temperature: sp.Temperature, Greedy: sp.Greedy, Decoding: Decoding(sp.Constrained, sp.GPULimits), FasterDefinition: FasterDefinition,
+	s := &Summary{Version: 2, Source: source, Measured: strings.HasPrefix(source, "measured"), Attempts: sp.Attempts,
+		Temperature: sp.Temperature, Greedy: sp.Greedy, Decoding: sp.Modes(), FasterDefinition: FasterDefinition,
 		Policies: []PolicySummary{}, Comparisons: []Comparison{}}
 	medians := make([]map[taskKey]float64, len(entries))
 	for i, e := range entries {
@@ -379,19 +385,20 @@ func summarize(sp Spec, source string, entries []entry, phases []verdict.Phase) 
 				refs = append(refs, t)
 			}
 		}
-		s.Policies = append(s.Policies, PolicySummary{Name: e.name, Kind: kind, Construction: group(cons, phases), Refinement: group(refs, phases)})
+		s.Policies = append(s.Policies, PolicySummary{Name: e.name, Kind: kind, Decoding: e.mode, Construction: group(cons, phases), Refinement: group(refs, phases)})
 	}
-	// Each policy against the policies before it and every baseline.
+	// Each policy against the policies before it and every baseline, of
+	// its decoding mode (or of none).
 	for i, a := range entries {
 		if a.baseline {
 			continue
 		}
 		for j, b := range entries {
-			if j == i || (!b.baseline && j > i) {
+			if j == i || (!b.baseline && j > i) || (b.mode != "" && b.mode != a.mode) {
 				continue
 			}
 			for _, kind := range []string{KindConstruction, KindRefinement} {
-				c := Comparison{A: a.name, B: b.name, Task: kind}
+				c := Comparison{A: a.name, B: b.name, Decoding: a.mode, Task: kind}
 				keys := make([]taskKey, 0, len(medians[i]))
 				for k := range medians[i] {
 					if _, ok := medians[j][k]; ok && k.kind == kind {
@@ -417,7 +424,7 @@ func summarize(sp Spec, source string, entries []entry, phases []verdict.Phase) 
 }
 
 // encodeAttempts writes attempts.jsonl: the attempts sorted by (policy,
-// task, index, attempt), one JSON object a line.
+// decoding, task, index, attempt), one JSON object a line.
 func encodeAttempts(atts []*Attempt) ([]byte, error) {
 	sorted := slices.Clone(atts)
 	slices.SortStableFunc(sorted, less)
@@ -433,7 +440,7 @@ func encodeAttempts(atts []*Attempt) ([]byte, error) {
 }
 
 // PerTaskHeader is per_task.csv's header.
-var PerTaskHeader = []string{"policy", "task", "index", "hash", "family", "attempts", "correct", "median_us", "best_us", "baseline_us"}
+var PerTaskHeader = []string{"policy", "decoding", "task", "index", "hash", "family", "attempts", "correct", "median_us", "best_us", "baseline_us"}
 
 // encodePerTask writes per_task.csv: one row per policy and task, sorted as
 // attempts.jsonl; median_us and best_us over the correct attempts (empty
@@ -448,7 +455,7 @@ func encodePerTask(atts []*Attempt) ([]byte, error) {
 	}
 	var rows [][]*Attempt
 	for _, a := range sorted {
-		if n := len(rows); n > 0 && rows[n-1][0].Policy == a.Policy && rows[n-1][0].Task == a.Task && rows[n-1][0].Index == a.Index {
+		if n := len(rows); n > 0 && rows[n-1][0].Policy == a.Policy && rows[n-1][0].Decoding == a.Decoding && rows[n-1][0].Task == a.Task && rows[n-1][0].Index == a.Index {
 			rows[n-1] = append(rows[n-1], a)
 		} else {
 			rows = append(rows, []*Attempt{a})
@@ -465,7 +472,7 @@ func encodePerTask(atts []*Attempt) ([]byte, error) {
 			base = fmtFloat(*b)
 		}
 		a := r[0]
-		if err := w.Write([]string{a.Policy, a.Task, strconv.Itoa(a.Index), a.Hash, a.Family, strconv.Itoa(len(r)), strconv.Itoa(len(lats)), median, best, base}); err != nil {
+		if err := w.Write([]string{a.Policy, a.Decoding, a.Task, strconv.Itoa(a.Index), a.Hash, a.Family, strconv.Itoa(len(r)), strconv.Itoa(len(lats)), median, best, base}); err != nil {
 			return nil, err
 		}
 	}

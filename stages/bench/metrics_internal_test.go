@@ -208,29 +208,103 @@ func TestOutputsSortedAndPerTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "policy,task,index,hash,family,attempts,correct,median_us,best_us,baseline_us\n" +
-		"baseline:search,construction,1,h,GMM,1,1,2,2,10\n" +
-		"sft,construction,0,h,GMM,2,2,4,3,10\n" +
-		"sft,construction,1,h,GMM,2,1,4,4,10\n"
+	want := "policy,decoding,task,index,hash,family,attempts,correct,median_us,best_us,baseline_us\n" +
+		"baseline:search,,construction,1,h,GMM,1,1,2,2,10\n" +
+		"sft,,construction,0,h,GMM,2,2,4,3,10\n" +
+		"sft,,construction,1,h,GMM,2,1,4,4,10\n"
 	if string(csv) != want {
 		t.Errorf("per_task.csv:\n%s\nwant:\n%s", csv, want)
 	}
 }
 
-// TestDecoding: summary.json says how the policies sampled, one word per
-// combination of constrained and gpu_limits.
+// TestDecoding: summary.json lists the modes the policies sampled under,
+// one word per combination of constrained and gpu_limits, or decoding's.
 func TestDecoding(t *testing.T) {
 	for _, c := range []struct {
 		constrained, limits bool
+		decoding            []string
 		want                string
-	}{{false, false, "free"}, {true, false, "grammar"}, {true, true, "grammar+gpu_limits"}} {
-		if got := Decoding(c.constrained, c.limits); got != c.want {
-			t.Errorf("Decoding(%v, %v) = %q, want %q", c.constrained, c.limits, got, c.want)
-		}
+	}{
+		{false, false, nil, "unconstrained"}, {true, false, nil, "grammar"}, {true, true, nil, "grammar+gpu_limits"},
+		{false, false, AllDecodings, "unconstrained grammar grammar+gpu_limits"},
+	} {
 		sp := DefaultParams()
-		sp.Constrained, sp.GPULimits = c.constrained, c.limits
-		if s := summarize(Spec{Params: sp}, "model:h100", nil, nil); s.Decoding != c.want {
-			t.Errorf("summary of constrained=%v gpu_limits=%v says %q", c.constrained, c.limits, s.Decoding)
+		sp.Constrained, sp.GPULimits, sp.Decoding = c.constrained, c.limits, c.decoding
+		if got := strings.Join(sp.Modes(), " "); got != c.want {
+			t.Errorf("Modes of constrained=%v gpu_limits=%v decoding=%v: %q, want %q", c.constrained, c.limits, c.decoding, got, c.want)
 		}
+		if s := summarize(Spec{Params: sp}, "model:h100", nil, nil); strings.Join(s.Decoding, " ") != c.want {
+			t.Errorf("summary of constrained=%v gpu_limits=%v decoding=%v says %q", c.constrained, c.limits, c.decoding, s.Decoding)
+		}
+	}
+}
+
+// TestSummaryModes: with several decoding modes, each policy and
+// random_walk has a summary per mode, the entries in entriesOf's order;
+// a policy is compared with the policies and random_walk of its own mode
+// and with the baselines that decode nothing.
+func TestSummaryModes(t *testing.T) {
+	c := KindConstruction
+	in := func(a *Attempt, mode string) *Attempt { a.Decoding = mode; return a }
+	sp := Spec{Params: Params{Attempts: 1, Temperature: 0.8, Greedy: true, Decoding: []string{DecodeUnconstrained, DecodeGPULimits},
+		Baselines: []string{BaselineUnscheduled, BaselineRandomWalk}}, Policies: []Policy{{Name: "sft"}, {Name: "rl"}}}
+	entries := entriesOf(sp)
+	var names []string
+	for i := range entries {
+		e := &entries[i]
+		names = append(names, e.name+"/"+e.mode)
+		// Latency 2 for rl, 4 for sft, 3 for the walk, 10 unscheduled.
+		lat := map[string]float64{"sft": 4, "rl": 2, "baseline:random_walk": 3, "baseline:unscheduled": 10}[e.name]
+		e.attempts = []*Attempt{in(att(e.name, c, 0, 0, false, lat, ""), e.mode)}
+	}
+	if got := strings.Join(names, " "); got != "sft/unconstrained rl/unconstrained sft/grammar+gpu_limits rl/grammar+gpu_limits baseline:unscheduled/ baseline:random_walk/grammar+gpu_limits" {
+		t.Fatalf("entries: %s", got)
+	}
+	s := summarize(sp, "model:h100", entries, testPhases)
+	var got []string
+	for _, p := range s.Policies {
+		got = append(got, p.Name+"/"+p.Decoding+"/"+p.Kind)
+	}
+	if strings.Join(got, " ") != "sft/unconstrained/policy rl/unconstrained/policy sft/grammar+gpu_limits/policy rl/grammar+gpu_limits/policy baseline:unscheduled//baseline baseline:random_walk/grammar+gpu_limits/baseline" {
+		t.Errorf("summaries: %v", got)
+	}
+	got = nil
+	for _, cmp := range s.Comparisons {
+		if cmp.Task == c {
+			got = append(got, strings.Join([]string{cmp.A, cmp.B, cmp.Decoding, itoa(cmp.AFaster), itoa(cmp.BFaster)}, " "))
+		}
+	}
+	want := []string{
+		"sft baseline:unscheduled unconstrained 1 0",
+		"rl sft unconstrained 1 0",
+		"rl baseline:unscheduled unconstrained 1 0",
+		"sft baseline:unscheduled grammar+gpu_limits 1 0",
+		"sft baseline:random_walk grammar+gpu_limits 0 1",
+		"rl sft grammar+gpu_limits 1 0",
+		"rl baseline:unscheduled grammar+gpu_limits 1 0",
+		"rl baseline:random_walk grammar+gpu_limits 1 0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("comparisons:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// attempts.jsonl and per_task.csv order a policy's modes as
+	// AllDecodings and carry the mode.
+	var all []*Attempt
+	for _, e := range entries {
+		all = append(all, e.attempts...)
+	}
+	csv, err := encodePerTask(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCSV := "policy,decoding,task,index,hash,family,attempts,correct,median_us,best_us,baseline_us\n" +
+		"baseline:random_walk,grammar+gpu_limits,construction,0,h,GMM,1,1,3,3,10\n" +
+		"baseline:unscheduled,,construction,0,h,GMM,1,1,10,10,10\n" +
+		"rl,unconstrained,construction,0,h,GMM,1,1,2,2,10\n" +
+		"rl,grammar+gpu_limits,construction,0,h,GMM,1,1,2,2,10\n" +
+		"sft,unconstrained,construction,0,h,GMM,1,1,4,4,10\n" +
+		"sft,grammar+gpu_limits,construction,0,h,GMM,1,1,4,4,10\n"
+	if string(csv) != wantCSV {
+		t.Errorf("per_task.csv:\n%s\nwant:\n%s", csv, wantCSV)
 	}
 }

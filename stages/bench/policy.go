@@ -40,13 +40,13 @@ type policyRow struct {
 	sample  dragon.Sample
 }
 
-// policy samples and judges policy p's attempts at the tasks it has none
-// at yet, a chunk of tasks at a time (at most spec.batch rows a call), and
-// records each task's attempts in the state.
-func (r *run) policy(ctx context.Context, ld Loader, p Policy) error {
-	todo := r.todo(p.Name)
+// policy samples and judges policy p's attempts under decoding mode at the
+// tasks it has none at yet, a chunk of tasks at a time (at most spec.batch
+// rows a call), and records each task's attempts in the state.
+func (r *run) policy(ctx context.Context, ld Loader, p Policy, mode string) error {
+	todo := r.todo(p.Name, mode)
 	if len(todo) == 0 {
-		r.logf("policy %s: every task done by an earlier attempt", p.Name)
+		r.logf("policy %s (%s): every task done by an earlier attempt", p.Name, mode)
 		return nil
 	}
 	m, err := ld.Load(filepath.Join(r.dir, filepath.FromSlash(p.Checkpoint)), r.voc)
@@ -98,7 +98,7 @@ func (r *run) policy(ctx context.Context, ld Loader, p Policy) error {
 		} {
 			for b := 0; b < len(set.rows); b += r.sp.Batch {
 				batch := set.rows[b:min(b+r.sp.Batch, len(set.rows))]
-				if err := r.sampleBatch(ctx, m, batch, set.opts); err != nil {
+				if err := r.sampleBatch(ctx, m, batch, mode, set.opts); err != nil {
 					return err
 				}
 			}
@@ -120,10 +120,8 @@ func (r *run) policy(ctx context.Context, ld Loader, p Policy) error {
 		}
 		byTask := map[*Task][]*Attempt{}
 		for i, pr := range all {
-			a := r.attempt(p.Name, pr.task, pr.attempt, pr.greedy, results[i], bases[indexOf(tasks, pr.task)], len(pr.sample.Tokens))
-			if pr.sample.Err != nil && !a.OK {
-				a.Error = fmt.Sprintf("%s (sampling stopped early: %v)", a.Error, pr.sample.Err)
-			}
+			a := r.attempt(p.Name, mode, pr.task, pr.attempt, pr.greedy, results[i], bases[indexOf(tasks, pr.task)], len(pr.sample.Tokens))
+			noteStop(a, pr.sample.Err)
 			byTask[pr.task] = append(byTask[pr.task], a)
 			tokens += len(pr.sample.Tokens)
 			rows++
@@ -132,19 +130,19 @@ func (r *run) policy(ctx context.Context, ld Loader, p Policy) error {
 			atts := byTask[t]
 			if why, ok := skipped[t]; ok {
 				for i := range perTask {
-					atts = append(atts, r.failed(p.Name, t, i, r.sp.Greedy && i == 0, why, bases[k]))
+					atts = append(atts, r.failed(p.Name, mode, t, i, r.sp.Greedy && i == 0, why, bases[k]))
 				}
 			}
 			sortAttempts(atts)
-			if err := r.st.put(p.Name, t, atts); err != nil {
+			if err := r.st.put(atts); err != nil {
 				return err
 			}
 			r.progress(p.Name, c+k+1, len(todo), start)
 		}
 	}
 	if rows > 0 {
-		r.logf("policy %s: %d attempts at %d tasks, %d tokens in %.1f s of sampling (%.2f s per attempt, %.0f tokens/s); %.1f s in all",
-			p.Name, rows, len(todo), tokens, sampleTime.Seconds(), sampleTime.Seconds()/float64(rows), float64(tokens)/max(sampleTime.Seconds(), 1e-9), time.Since(start).Seconds())
+		r.logf("policy %s (%s): %d attempts at %d tasks, %d tokens in %.1f s of sampling (%.2f s per attempt, %.0f tokens/s); %.1f s in all",
+			p.Name, mode, rows, len(todo), tokens, sampleTime.Seconds(), sampleTime.Seconds()/float64(rows), float64(tokens)/max(sampleTime.Seconds(), 1e-9), time.Since(start).Seconds())
 	}
 	return nil
 }
@@ -158,23 +156,26 @@ func indexOf(tasks []*Task, t *Task) int {
 	return -1
 }
 
-// sampleBatch samples one batch of rows with opts (under the workloads'
-// script grammars with constrained) and keeps each row's sample.
-func (r *run) sampleBatch(ctx context.Context, m Model, batch []*policyRow, opts dragon.SampleOptions) error {
+// noteStop adds to a failed attempt's error why its sampling stopped
+// early (err: the sample's Err), if it did.
+func noteStop(a *Attempt, err error) {
+	if err != nil && !a.OK {
+		a.Error = fmt.Sprintf("%s (sampling stopped early: %v)", a.Error, err)
+	}
+}
+
+// sampleBatch samples one batch of rows with opts under decoding mode (the
+// workloads' script grammars unless unconstrained; every mode is bounded
+// by the rows' MaxNew) and keeps each row's sample.
+func (r *run) sampleBatch(ctx context.Context, m Model, batch []*policyRow, mode string, opts dragon.SampleOptions) error {
 	rows := make([]dragon.SampleRow, len(batch))
 	for k, pr := range batch {
 		rows[k] = pr.row
 	}
-	if r.sp.Constrained {
+	if constrained, gpuLimits := decodingFlags(mode); constrained {
 		cons := make([]dragon.RowConstraint, len(batch))
 		for k, pr := range batch {
-			lg, ok := r.grammars[pr.task.Hash]
-			if !ok {
-				// Built on first use, shared by the policies.
-				lg = sft.NewLazyGrammar(ctx, pr.task.Spec, "held-out "+pr.task.Name(), r.voc, r.sp.Seed, sft.GrammarOptions(r.sp.GPULimits)...)
-				r.grammars[pr.task.Hash] = lg
-			}
-			cons[k] = sft.GrammarConstraint(lg)
+			cons[k] = sft.GrammarConstraint(r.grammar(ctx, pr.task, gpuLimits))
 		}
 		opts.RowConstraint = func(row int, prompt, generated []int, allow []bool) error {
 			return cons[row](row, prompt, generated, allow)

@@ -141,10 +141,10 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 	}
 	defer st.close()
 
-	r := &run{sp: sp, tasks: tasks, voc: voc, js: js, st: st, logf: logf, rep: env.Progress, dir: j.Dir, grammars: map[string]*sft.LazyGrammar{},
-		total: len(tasks) * (len(sp.Policies) + len(sp.Baselines))}
+	r := &run{sp: sp, tasks: tasks, voc: voc, js: js, st: st, logf: logf, rep: env.Progress, dir: j.Dir, grammars: map[grammarKey]*sft.LazyGrammar{},
+		total: len(tasks) * len(entriesOf(sp))}
 	r.done = st.count()
-	logf("%d construction tasks and %d refinement prompts; %d policies, baselines %v; target %s (%s); %d groups done before", countKind(tasks, KindConstruction), countKind(tasks, KindRefinement), len(sp.Policies), sp.Baselines, sp.Target, js.source, r.done)
+	logf("%d construction tasks and %d refinement prompts; %d policies, decoding %v, baselines %v; target %s (%s); %d groups done before", countKind(tasks, KindConstruction), countKind(tasks, KindRefinement), len(sp.Policies), sp.Modes(), sp.Baselines, sp.Target, js.source, r.done)
 
 	if len(sp.Policies) > 0 {
 		ld, err := newLoader(sp.Threads, sp.Seed, logf)
@@ -152,13 +152,23 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 			return err
 		}
 		defer ld.Close()
-		for _, p := range sp.Policies {
-			if err := r.policy(ctx, ld, p); err != nil {
-				return fmt.Errorf("policy %s: %w", p.Name, err)
+		for _, mode := range sp.Modes() {
+			for _, p := range sp.Policies {
+				if err := r.policy(ctx, ld, p, mode); err != nil {
+					return fmt.Errorf("policy %s (%s): %w", p.Name, mode, err)
+				}
 			}
 		}
 	}
 	for _, b := range sp.Baselines {
+		if b == BaselineRandomWalk {
+			for _, mode := range sp.walkModes() {
+				if err := r.walks(ctx, mode); err != nil {
+					return fmt.Errorf("baseline %s (%s): %w", b, mode, err)
+				}
+			}
+			continue
+		}
 		if err := r.baseline(ctx, b); err != nil {
 			return fmt.Errorf("baseline %s: %w", b, err)
 		}
@@ -170,33 +180,43 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 	return finish(j.Dir, sp, tasks, st.get, js.source, phases, logf, start)
 }
 
-// finish writes the outputs from the groups of every policy and baseline
-// at every task (get returns them).
-func finish(dir string, sp Spec, tasks []*Task, get func(string, *Task) ([]*Attempt, bool), source string, phases []verdict.Phase, logf func(string, ...any), start time.Time) error {
-	var entries []entry
-	var all []*Attempt
-	add := func(name string, baseline bool) error {
-		var atts []*Attempt
-		for _, t := range tasks {
-			g, ok := get(name, t)
-			if !ok {
-				return fmt.Errorf("internal error: no attempts of %s at %s", name, t.Name())
-			}
-			atts = append(atts, g...)
-		}
-		entries = append(entries, entry{name: name, baseline: baseline, attempts: atts})
-		all = append(all, atts...)
-		return nil
-	}
-	for _, p := range sp.Policies {
-		if err := add(p.Name, false); err != nil {
-			return err
+// entriesOf lists the entries of a bench, without their attempts: each
+// policy under each decoding mode (mode by mode), then the baselines,
+// random_walk under each grammar mode.
+func entriesOf(sp Spec) []entry {
+	var out []entry
+	for _, mode := range sp.Modes() {
+		for _, p := range sp.Policies {
+			out = append(out, entry{name: p.Name, mode: mode})
 		}
 	}
 	for _, b := range sp.Baselines {
-		if err := add(BaselinePrefix+b, true); err != nil {
-			return err
+		modes := []string{""}
+		if b == BaselineRandomWalk {
+			modes = sp.walkModes()
 		}
+		for _, mode := range modes {
+			out = append(out, entry{name: BaselinePrefix + b, mode: mode, baseline: true})
+		}
+	}
+	return out
+}
+
+// finish writes the outputs from the groups of every entry at every task
+// (get returns them).
+func finish(dir string, sp Spec, tasks []*Task, get func(string, string, *Task) ([]*Attempt, bool), source string, phases []verdict.Phase, logf func(string, ...any), start time.Time) error {
+	entries := entriesOf(sp)
+	var all []*Attempt
+	for i := range entries {
+		e := &entries[i]
+		for _, t := range tasks {
+			g, ok := get(e.name, e.mode, t)
+			if !ok {
+				return fmt.Errorf("internal error: no attempts of %s (%q) at %s", e.name, e.mode, t.Name())
+			}
+			e.attempts = append(e.attempts, g...)
+		}
+		all = append(all, e.attempts...)
 	}
 	return writeOutputs(dir, sp, source, entries, all, phases, logf, start)
 }
@@ -243,12 +263,26 @@ func writeOutputs(dir string, sp Spec, source string, entries []entry, all []*At
 			if g.g.GeomeanSpeedup != nil {
 				gm = fmt.Sprintf("%.3g", *g.g.GeomeanSpeedup)
 			}
-			logf("%s %s: %d tasks, %d/%d attempts correct, pass@1 %.3f, fast_1 %.3f, geomean speedup %s (%s, simulated unless measured)",
-				p.Name, g.kind, g.g.Tasks, g.g.Correct, g.g.Attempts, g.g.PassAt1, g.g.FastP["1"], gm, source)
+			logf("%s%s%s: %d tasks, %d/%d attempts correct, pass@1 %.3f, fast_1 %.3f, geomean speedup %s (%s, simulated unless measured)",
+				p.Name, modeSuffix(p.Decoding), g.kind, g.g.Tasks, g.g.Correct, g.g.Attempts, g.g.PassAt1, g.g.FastP["1"], gm, source)
 		}
 	}
 	logf("done in %.1f s", time.Since(start).Seconds())
 	return nil
+}
+
+// modeSuffix is " (MODE) " for a decoding mode, " " for none.
+func modeSuffix(mode string) string {
+	if mode == "" {
+		return " "
+	}
+	return " (" + mode + ") "
+}
+
+// grammarKey names a workload's grammar with or without the thread limits.
+type grammarKey struct {
+	hash      string
+	gpuLimits bool
 }
 
 // run is one benchmark run's state.
@@ -268,9 +302,25 @@ type run struct {
 	basesMu sync.Mutex
 	bases   map[string]*once[*float64]
 
-	// grammars are the workloads' script grammars (constrained), used by
-	// the sampling goroutine only.
-	grammars map[string]*sft.LazyGrammar
+	// grammars are the workloads' script grammars, built on first use,
+	// shared by the policies and random_walk.
+	grammarsMu sync.Mutex
+	grammars   map[grammarKey]*sft.LazyGrammar
+}
+
+// grammar returns the script grammar of t's workload, with the thread
+// limits with gpuLimits: the mask the policies sample under and
+// random_walk walks under.
+func (r *run) grammar(ctx context.Context, t *Task, gpuLimits bool) *sft.LazyGrammar {
+	r.grammarsMu.Lock()
+	defer r.grammarsMu.Unlock()
+	k := grammarKey{t.Hash, gpuLimits}
+	lg, ok := r.grammars[k]
+	if !ok {
+		lg = sft.NewLazyGrammar(ctx, t.Spec, "held-out "+t.Name(), r.voc, r.sp.Seed, sft.GrammarOptions(gpuLimits)...)
+		r.grammars[k] = lg
+	}
+	return lg
 }
 
 // progress reports a finished group of name's, with that entry's ETA.
@@ -286,11 +336,11 @@ func (r *run) progress(name string, done, todo int, since time.Time) {
 	r.rep.Report(progress.Event{Done: int64(r.done), Total: int64(r.total), Unit: "tasks", Note: note})
 }
 
-// todo returns the tasks name has no attempts at yet.
-func (r *run) todo(name string) []*Task {
+// todo returns the tasks name has no attempts at yet under decoding mode.
+func (r *run) todo(name, mode string) []*Task {
 	var out []*Task
 	for _, t := range r.tasks {
-		if _, ok := r.st.get(name, t); !ok {
+		if _, ok := r.st.get(name, mode, t); !ok {
 			out = append(out, t)
 		}
 	}
@@ -331,9 +381,10 @@ func (r *run) judgeBaseline(ctx context.Context, t *Task) (*float64, error) {
 	return nil, nil
 }
 
-// attempt turns a judgement into an attempt of task t.
-func (r *run) attempt(name string, t *Task, i int, greedy bool, res *judge.Result, base *float64, tokens int) *Attempt {
-	a := &Attempt{Policy: name, Task: t.Kind, Index: t.Index, Hash: t.Hash, Family: t.Family, Attempt: i, Greedy: greedy,
+// attempt turns a judgement into an attempt of task t under decoding mode
+// ("" for a baseline that decodes nothing).
+func (r *run) attempt(name, mode string, t *Task, i int, greedy bool, res *judge.Result, base *float64, tokens int) *Attempt {
+	a := &Attempt{Policy: name, Decoding: mode, Task: t.Kind, Index: t.Index, Hash: t.Hash, Family: t.Family, Attempt: i, Greedy: greedy,
 		Phase: string(res.Phase), OK: res.OK, Error: res.Error, Source: r.js.source, BaselineUS: base, Tokens: tokens}
 	if res.OK && res.LatencyS != nil {
 		us := *res.LatencyS * 1e6
@@ -348,8 +399,8 @@ func (r *run) attempt(name string, t *Task, i int, greedy bool, res *judge.Resul
 
 // failed is an attempt that did not get to the judge (phase decode: nothing
 // passed).
-func (r *run) failed(name string, t *Task, i int, greedy bool, why string, base *float64) *Attempt {
-	return &Attempt{Policy: name, Task: t.Kind, Index: t.Index, Hash: t.Hash, Family: t.Family, Attempt: i, Greedy: greedy,
+func (r *run) failed(name, mode string, t *Task, i int, greedy bool, why string, base *float64) *Attempt {
+	return &Attempt{Policy: name, Decoding: mode, Task: t.Kind, Index: t.Index, Hash: t.Hash, Family: t.Family, Attempt: i, Greedy: greedy,
 		Phase: string(judge.PhaseDecode), Error: why, Source: r.js.source, BaselineUS: base}
 }
 

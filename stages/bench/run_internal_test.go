@@ -23,6 +23,7 @@ import (
 	"dragonx/kernels/verdict"
 	"dragonx/kernels/vocab"
 	"dragonx/stages/job"
+	"dragonx/stages/sft"
 )
 
 // The held-out test files of the encode stage's test data: 2 construction
@@ -131,6 +132,8 @@ type fakeLoader struct {
 	mu     sync.Mutex
 	rows   int
 	spaces map[string]*sample.Space
+	// constrained counts the rows sampled with a row constraint.
+	constrained int
 }
 
 type fakeModel struct {
@@ -152,6 +155,11 @@ func (m *fakeModel) Close()       {}
 
 func (m *fakeModel) SampleRows(ctx context.Context, rows []dragon.SampleRow, opts dragon.SampleOptions) ([]dragon.Sample, error) {
 	out := make([]dragon.Sample, len(rows))
+	if opts.RowConstraint != nil {
+		m.l.mu.Lock()
+		m.l.constrained += len(rows)
+		m.l.mu.Unlock()
+	}
 	for i, r := range rows {
 		text, err := m.l.voc.Decode(r.Prompt)
 		if err != nil {
@@ -217,11 +225,18 @@ func testSpec() Spec {
 // runFake runs the benchmark of sp on the test inputs in a fresh directory
 // and returns the outputs and the rows the fake models sampled.
 func runFake(t *testing.T, sp Spec, stateDir string) (map[string][]byte, int) {
-	return runFakeShards(t, sp, stateDir, 1)
+	out, ld := runFakeLoader(t, sp, stateDir, 1)
+	return out, ld.rows
 }
 
 // runFakeShards is runFake in n shards.
 func runFakeShards(t *testing.T, sp Spec, stateDir string, n int) (map[string][]byte, int) {
+	out, ld := runFakeLoader(t, sp, stateDir, n)
+	return out, ld.rows
+}
+
+// runFakeLoader is runFakeShards returning the fake loader.
+func runFakeLoader(t *testing.T, sp Spec, stateDir string, n int) (map[string][]byte, *fakeLoader) {
 	t.Helper()
 	dir := t.TempDir()
 	writeInputs(t, dir)
@@ -248,7 +263,7 @@ func runFakeShards(t *testing.T, sp Spec, stateDir string, n int) (map[string][]
 			t.Fatal(err)
 		}
 	}
-	return out, ld.rows
+	return out, ld
 }
 
 func readAttempts(t *testing.T, b []byte) []*Attempt {
@@ -279,7 +294,7 @@ func checkInvariants(t *testing.T, sp Spec, out map[string][]byte, tasks int) {
 	}
 	per := map[string]int{}
 	for _, a := range atts {
-		per[a.Policy]++
+		per[a.Policy+"/"+a.Decoding]++
 		if a.Source != "model:h100" {
 			t.Errorf("attempt %+v: source %q", a, a.Source)
 		}
@@ -292,19 +307,18 @@ func checkInvariants(t *testing.T, sp Spec, out map[string][]byte, tasks int) {
 		if a.OK && a.Phase != string(verdict.PhaseLatency) || !a.OK && a.Error == "" {
 			t.Errorf("attempt %+v: phase %s, error %q", a, a.Phase, a.Error)
 		}
-		if strings.HasPrefix(a.Policy, BaselinePrefix) && (a.Greedy || a.Tokens != 0) {
-			t.Errorf("baseline attempt %+v is greedy or has tokens", a)
+		walk := a.Policy == BaselinePrefix+BaselineRandomWalk
+		if strings.HasPrefix(a.Policy, BaselinePrefix) && (a.Greedy || (a.Tokens != 0) != walk || (a.Decoding != "") != walk) {
+			t.Errorf("baseline attempt %+v is greedy, or has tokens or a decoding mode and is no walk", a)
 		}
 	}
 	rows := sp.rowsPerTask()
 	want := map[string]int{}
-	for _, p := range sp.Policies {
-		want[p.Name] = tasks * rows
-	}
-	for _, b := range sp.Baselines {
-		want[BaselinePrefix+b] = tasks
-		if b == BaselineRandom {
-			want[BaselinePrefix+b] = tasks * rows
+	entries := entriesOf(sp)
+	for _, e := range entries {
+		want[e.name+"/"+e.mode] = tasks
+		if !e.baseline || e.name == BaselinePrefix+BaselineRandom || e.name == BaselinePrefix+BaselineRandomWalk {
+			want[e.name+"/"+e.mode] = tasks * rows
 		}
 	}
 	if fmt.Sprint(per) != fmt.Sprint(want) {
@@ -316,7 +330,7 @@ func checkInvariants(t *testing.T, sp Spec, out map[string][]byte, tasks int) {
 	if err := dec.Decode(&sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Source != "model:h100" || sum.Measured || len(sum.Policies) != len(sp.Policies)+len(sp.Baselines) {
+	if sum.Source != "model:h100" || sum.Measured || len(sum.Policies) != len(entries) {
 		t.Errorf("summary: %+v", sum)
 	}
 	phases := []string{"decode", "parse", "replay", "postproc", "verify", "latency"}
@@ -336,7 +350,7 @@ func checkInvariants(t *testing.T, sp Spec, out map[string][]byte, tasks int) {
 		}
 	}
 	lines := strings.Split(strings.TrimSpace(string(out[PerTaskFile])), "\n")
-	if lines[0] != strings.Join(PerTaskHeader, ",") || len(lines)-1 != tasks*len(want) {
+	if lines[0] != strings.Join(PerTaskHeader, ",") || len(lines)-1 != tasks*len(entries) {
 		t.Errorf("per_task.csv has %d rows, want %d:\n%s", len(lines)-1, tasks*len(want), out[PerTaskFile])
 	}
 }
@@ -367,14 +381,7 @@ func TestRunFake(t *testing.T) {
 	}
 
 	// Batch size and threads do not change the bytes.
-	other := sp
-	other.Batch, other.Threads = 1, 1
-	second, _ := runFake(t, other, "")
-	for name, b := range first {
-		if !bytes.Equal(b, second[name]) {
-			t.Errorf("%s differs between batch 3 / 2 threads and batch 1 / 1 thread", name)
-		}
-	}
+	checkBatchFree(t, sp, first)
 
 	// Resume: a state with the header, two finished groups and a torn
 	// line: the run samples only the rest, and writes the same bytes.
@@ -436,7 +443,7 @@ func TestRunFake(t *testing.T) {
 	}
 
 	// A state of other parameters is not used.
-	other = sp
+	other := sp
 	other.Seed = 2
 	if _, n := runFake(t, other, state); n == 0 {
 		t.Error("a run of another seed sampled nothing: it used the state of seed 1")
@@ -444,11 +451,12 @@ func TestRunFake(t *testing.T) {
 }
 
 // TestRunFakeShards: 2 and 3 shards (with 3, at least one has no task: the
-// test files have two workloads) give the bytes of one; a sharded run
-// resumes from its shards' states.
+// test files have two workloads) give the bytes of one, random_walk's
+// included; a sharded run resumes from its shards' states.
 func TestRunFakeShards(t *testing.T) {
 	sp := testSpec()
-	sp.Baselines = []string{BaselineUnscheduled, BaselineSearch}
+	sp.Baselines = []string{BaselineUnscheduled, BaselineRandomWalk, BaselineSearch}
+	sp.Constrained = true // random_walk walks under the grammar
 	want, rows := runFake(t, sp, "")
 	for _, n := range []int{2, 3} {
 		got, _ := runFakeShards(t, sp, "", n)
@@ -509,5 +517,88 @@ func TestRunBaselinesOnly(t *testing.T) {
 	err := runJob(context.Background(), &job.Job{Kind: "bench", Version: Version, Spec: spec, Dir: dir, Shards: 1}, &job.Env{Progress: progress.Nop{}, Log: &bytes.Buffer{}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "dragonx-torch") {
 		t.Errorf("policies without libtorch: %v", err)
+	}
+}
+
+// TestRunDecodingModes: the policies under every decoding mode and
+// random_walk under each grammar mode. The unconstrained rows are
+// sampled without a constraint, the others with one; the policy that
+// never writes <eos> is bounded by max_new and judged incorrect in every
+// mode; each walk stays within the grammar (a fresh state accepts its
+// tokens), ends with <eos> within max_new, and is judged as a policy's
+// sample; the thread limits make more walks correct, never fewer; the
+// bytes do not depend on the batch size or the threads.
+func TestRunDecodingModes(t *testing.T) {
+	sp := testSpec()
+	sp.Decoding = slices.Clone(AllDecodings)
+	sp.Baselines = []string{BaselineUnscheduled, BaselineRandomWalk}
+	sp.Tasks = 1
+	out, ld := runFakeLoader(t, sp, "", 1)
+	checkInvariants(t, sp, out, 2)
+	if perMode := 2 * 2 * sp.rowsPerTask(); ld.constrained != 2*perMode {
+		t.Errorf("%d rows sampled with a constraint; want those of the two grammar modes, %d", ld.constrained, 2*perMode)
+	}
+	voc, err := vocab.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := ReadTasks(filepath.Join(testFiles, "test_construction.jsonl"), filepath.Join(testFiles, "test_refinement.jsonl"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	correct := map[string]int{}
+	cut := map[string]int{}
+	for _, a := range readAttempts(t, out[AttemptsFile]) {
+		if a.Policy == "cut" {
+			if a.OK {
+				t.Errorf("the policy that never ends is correct: %+v", a)
+			}
+			if strings.Contains(a.Error, "the script was cut") {
+				cut[a.Decoding]++
+			}
+		}
+		if a.Policy != BaselinePrefix+BaselineRandomWalk {
+			continue
+		}
+		if a.OK {
+			correct[a.Decoding]++
+		}
+		if a.Tokens == 0 || a.Tokens > sp.MaxNew || a.Phase == "decode" {
+			t.Errorf("walk %+v: %d tokens (max_new %d), phase %s", a, a.Tokens, sp.MaxNew, a.Phase)
+		}
+		// Replay the walk: its tokens are the grammar's.
+		var task *Task
+		for _, x := range tasks {
+			if x.Kind == a.Task && x.Index == a.Index {
+				task = x
+			}
+		}
+		toks, stop := walk(sft.GrammarConstraint(sft.NewLazyGrammar(context.Background(), task.Spec, "test", voc, sp.Seed, sft.GrammarOptions(a.Decoding == DecodeGPULimits)...)),
+			voc.VocabSize(), sp.MaxNew, RowSeed(sp.Seed, a.Policy, a.Task, a.Index, a.Attempt))
+		if stop != nil || len(toks) != a.Tokens || toks[len(toks)-1] != eosID {
+			t.Errorf("walk %+v again: %d tokens, %v", a, len(toks), stop)
+		}
+	}
+	if len(cut) != len(AllDecodings) {
+		t.Errorf("attempts of the policy that never ends cut at max_new, per mode: %v; want some in every mode", cut)
+	}
+	if correct[DecodeGPULimits] < correct[DecodeGrammar] {
+		t.Errorf("walks correct per mode: %v; the thread limits should not make fewer correct", correct)
+	}
+	t.Logf("walks correct per mode: %v", correct)
+	checkBatchFree(t, sp, out)
+}
+
+// checkBatchFree checks that sp run with batch 1 and 1 thread writes the
+// bytes of out (a run of sp, batch 3 and 2 threads).
+func checkBatchFree(t *testing.T, sp Spec, out map[string][]byte) {
+	t.Helper()
+	other := sp
+	other.Batch, other.Threads = 1, 1
+	second, _ := runFake(t, other, "")
+	for name, b := range out {
+		if !bytes.Equal(b, second[name]) {
+			t.Errorf("%s differs between batch 3 / 2 threads and batch 1 / 1 thread", name)
+		}
 	}
 }

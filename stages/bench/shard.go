@@ -51,9 +51,7 @@ func writeShard(dir string, i, n int, source string, phases []verdict.Phase, st 
 	if err == nil {
 		buf.Write(append(b, '\n'))
 		for _, k := range keys {
-			atts := st.groups[k]
-			a := atts[0]
-			if b, err = json.Marshal(stateGroup{Policy: a.Policy, Task: a.Task, Index: a.Index, Attempts: atts}); err != nil {
+			if b, err = json.Marshal(groupOf(st.groups[k])); err != nil {
 				break
 			}
 			buf.Write(append(b, '\n'))
@@ -96,7 +94,7 @@ func readShards(dir string, n int) (map[string][]*Attempt, string, []verdict.Pha
 			if err := json.Unmarshal(sc.Bytes(), &g); err != nil {
 				return nil, "", nil, fmt.Errorf("%s:%d: %w", path, k+1, err)
 			}
-			groups[groupKey(g.Policy, g.Task, g.Index)] = g.Attempts
+			groups[groupKey(g.Policy, g.Decoding, g.Task, g.Index)] = g.Attempts
 		}
 		if err := sc.Err(); err != nil {
 			return nil, "", nil, fmt.Errorf("%s: %w", path, err)
@@ -153,8 +151,8 @@ func runShards(ctx context.Context, sp Spec, spec []byte, dir, stateDir, bin str
 	if err != nil {
 		return err
 	}
-	get := func(policy string, t *Task) ([]*Attempt, bool) {
-		g, ok := groups[groupKey(policy, t.Kind, t.Index)]
+	get := func(policy, mode string, t *Task) ([]*Attempt, bool) {
+		g, ok := groups[groupKey(policy, mode, t.Kind, t.Index)]
 		return g, ok
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(lw, "bench: "+format+"\n", args...) }

@@ -40,6 +40,7 @@ type stateHeader struct {
 // stateGroup is one finished group.
 type stateGroup struct {
 	Policy   string     `json:"policy"`
+	Decoding string     `json:"decoding,omitempty"`
 	Task     string     `json:"task"`
 	Index    int        `json:"index"`
 	Attempts []*Attempt `json:"attempts"`
@@ -53,8 +54,19 @@ type state struct {
 	f      *os.File
 }
 
-func groupKey(policy, kind string, index int) string {
-	return fmt.Sprintf("%s\x00%s\x00%d", policy, kind, index)
+// groupKey is a group's key: the task first, so that a task's groups
+// share a prefix (taskPrefix).
+func groupKey(policy, mode, kind string, index int) string {
+	return taskPrefix(kind, index) + policy + "\x00" + mode
+}
+
+func taskPrefix(kind string, index int) string { return fmt.Sprintf("%s\x00%d\x00", kind, index) }
+
+// groupOf is the state line of a group of attempts (all of one policy,
+// mode and task).
+func groupOf(atts []*Attempt) stateGroup {
+	a := atts[0]
+	return stateGroup{Policy: a.Policy, Decoding: a.Decoding, Task: a.Task, Index: a.Index, Attempts: atts}
 }
 
 // stateID names what the state's groups depend on: the kind's version and
@@ -149,18 +161,19 @@ func readState(f *os.File, id string, groups map[string][]*Attempt) (int64, erro
 			if json.Unmarshal(line, &g) != nil || len(g.Attempts) == 0 {
 				break
 			}
-			groups[groupKey(g.Policy, g.Task, g.Index)] = g.Attempts
+			groups[groupKey(g.Policy, g.Decoding, g.Task, g.Index)] = g.Attempts
 		}
 		good += int64(len(line))
 	}
 	return good, nil
 }
 
-// get returns the attempts of policy at task t, if finished.
-func (s *state) get(policy string, t *Task) ([]*Attempt, bool) {
+// get returns the attempts of policy under decoding mode at task t, if
+// finished.
+func (s *state) get(policy, mode string, t *Task) ([]*Attempt, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, ok := s.groups[groupKey(policy, t.Kind, t.Index)]
+	g, ok := s.groups[groupKey(policy, mode, t.Kind, t.Index)]
 	return g, ok
 }
 
@@ -170,9 +183,9 @@ func (s *state) get(policy string, t *Task) ([]*Attempt, bool) {
 func (s *state) baseline(t *Task) (*float64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	suffix := groupKey("", t.Kind, t.Index) // "\x00kind\x00index"
+	prefix := taskPrefix(t.Kind, t.Index)
 	for k, g := range s.groups {
-		if i := strings.IndexByte(k, 0); i >= 0 && k[i:] == suffix && len(g) > 0 {
+		if strings.HasPrefix(k, prefix) && len(g) > 0 {
 			if b := g[0].BaselineUS; b != nil {
 				v := *b
 				return &v, true
@@ -190,15 +203,17 @@ func (s *state) count() int {
 	return len(s.groups)
 }
 
-// put records a finished group.
-func (s *state) put(policy string, t *Task, atts []*Attempt) error {
+// put records a finished group (its attempts are of one policy, mode and
+// task; at least one).
+func (s *state) put(atts []*Attempt) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.groups[groupKey(policy, t.Kind, t.Index)] = atts
+	g := groupOf(atts)
+	s.groups[groupKey(g.Policy, g.Decoding, g.Task, g.Index)] = atts
 	if s.f == nil {
 		return nil
 	}
-	b, err := json.Marshal(stateGroup{Policy: policy, Task: t.Kind, Index: t.Index, Attempts: atts})
+	b, err := json.Marshal(g)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,8 @@
 # A tiny benchmark on stages/encode's small real dataset (2 held-out
 # construction tasks and 4 refinement prompts of SFM, GMM and C1D): encode,
-# a tiny sft, then bench with that model as two policies, sampling under the
-# script grammar, against the unscheduled and random baselines. In the
+# a tiny sft, then bench with that model as two policies, sampling
+# unconstrained and under the script grammar, against the unscheduled,
+# random and random_walk baselines. In the
 # pipeline the test files are stage.harvest.out.test_*.
 stage "encode" {
   kind              = "encode"
@@ -46,12 +47,12 @@ stage "bench" {
   refinement_prompts = "../../encode/testdata/dataset/test_refinement.jsonl"
   policy "sft" { checkpoint = stage.sft.out.checkpoint }
   policy "again" { checkpoint = stage.sft.out.checkpoint }
-  baselines   = ["unscheduled", "random"]
+  baselines   = ["unscheduled", "random", "random_walk"]
   attempts    = 2
   temperature = 1
   greedy      = true
   max_new     = 300
-  constrained = true
+  decoding    = ["unconstrained", "grammar"]
   tasks       = 1
   numeric     = true
   seed        = 1

@@ -48,13 +48,7 @@ func runDragon(ctx context.Context, e *env, args []string) error {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		_ = cmd.SignalCommand(syscall.SIGINT)
-		select {
-		case err = <-done:
-		case <-time.After(delegateGrace):
-			_ = cmd.Kill()
-			err = <-done
-		}
+		err = cmd.Stop(done, syscall.SIGINT, false, delegateGrace)
 	}
 	var ee *procgroup.ExitError
 	switch {

@@ -58,6 +58,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // marker is the first argument that makes a binary linking this package a
@@ -219,6 +220,24 @@ func (c *Cmd) Kill() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lifeline.Close()
+}
+
+// Stop ends the command politely: it sends sig (to the whole group, or to
+// the command alone), waits up to grace for done (where the caller's Wait
+// reports), then kills the group. It returns what Wait reported.
+func (c *Cmd) Stop(done <-chan error, sig syscall.Signal, wholeGroup bool, grace time.Duration) error {
+	if wholeGroup {
+		_ = c.Signal(sig)
+	} else {
+		_ = c.SignalCommand(sig)
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(grace):
+		_ = c.Kill()
+		return <-done
+	}
 }
 
 // Wait waits for the command and its supervisor and reports how the command

@@ -258,3 +258,36 @@ func TestHelperParent(t *testing.T) {
 	fmt.Printf("group %d\n", c.Pid())
 	c.Wait()
 }
+
+// TestStop: a command that ignores the polite signal is killed after the
+// grace period; one that obeys ends with it.
+func TestStop(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		sig    syscall.Signal
+		late   bool
+	}{
+		{"sleep %s | cat", syscall.SIGTERM, false},
+		{"trap '' TERM; sleep %s | cat", syscall.SIGKILL, true},
+	} {
+		mark := marker(t)
+		cmd := procgroup.Command("sh", "-c", fmt.Sprintf(c.script, mark))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitStarted(t, mark)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		const grace = 300 * time.Millisecond
+		start := time.Now()
+		err := cmd.Stop(done, syscall.SIGTERM, true, grace)
+		var ee *procgroup.ExitError
+		if !errors.As(err, &ee) || ee.Signal != c.sig {
+			t.Errorf("%q: Stop: %v, want killed by %v", c.script, err, c.sig)
+		}
+		if late := time.Since(start) >= grace; late != c.late {
+			t.Errorf("%q: Stop took %v with a grace of %v", c.script, time.Since(start), grace)
+		}
+		assertNoneLeft(t, mark, cmd.Pid())
+	}
+}

@@ -124,7 +124,7 @@ func RunTask(ctx context.Context, dir string, i int) (*Marker, error) {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		stopGroup(cmd, done)
+		_ = cmd.Stop(done, syscall.SIGTERM, true, killGrace)
 		return nil, fmt.Errorf("cluster: shard %d interrupted: %w", i, ctx.Err())
 	}
 	if ctx.Err() != nil {
@@ -145,19 +145,6 @@ func RunTask(ctx context.Context, dir string, i int) (*Marker, error) {
 		}
 	}
 	return m, writeMarker(dir, m)
-}
-
-// stopGroup stops the command's process group: SIGTERM, then SIGKILL after
-// killGrace if the command is still there. It returns when the command has
-// ended (done), and with it every process of its group.
-func stopGroup(cmd *procgroup.Cmd, done <-chan error) {
-	_ = cmd.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(killGrace):
-		_ = cmd.Kill()
-		<-done
-	}
 }
 
 func hasVar(env []string, name string) bool {

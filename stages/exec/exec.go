@@ -393,13 +393,7 @@ func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		_ = cmd.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(s.killGrace):
-			_ = cmd.Kill()
-			<-done
-		}
+		_ = cmd.Stop(done, syscall.SIGTERM, true, s.killGrace)
 		return fmt.Errorf("exec: command interrupted: %w", ctx.Err())
 	}
 	if err != nil {

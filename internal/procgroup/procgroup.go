@@ -74,6 +74,10 @@ const (
 	fdStatus   = 4 // write end; "started PID", then "exit N" or "signal N"
 )
 
+// pipeDelay is how long Wait waits for the output pipes to close once the
+// supervisor has exited.
+const pipeDelay = 2 * time.Second
+
 // Cmd is a command that runs in its own process group under a supervisor.
 // Set the exported fields before Start, as with exec.Cmd.
 type Cmd struct {
@@ -120,6 +124,9 @@ func (c *Cmd) supervisor() (*exec.Cmd, error) {
 	sup.Env = append(append([]string(nil), env...), envParent+"="+strconv.Itoa(os.Getpid()))
 	sup.Stdin, sup.Stdout, sup.Stderr = c.Stdin, c.Stdout, c.Stderr
 	sup.SysProcAttr = supervisorAttr()
+	// A process that left the group (setsid) may still hold the output
+	// pipes after the group is gone: Wait does not wait for it long.
+	sup.WaitDelay = pipeDelay
 	c.sup = sup
 	return sup, nil
 }

@@ -291,3 +291,34 @@ func TestStop(t *testing.T) {
 		assertNoneLeft(t, mark, cmd.Pid())
 	}
 }
+
+// TestEscapedProcessDoesNotHangWait: a process that leaves the group
+// (setsid) survives it, but Wait returns although it holds the output pipe.
+func TestEscapedProcessDoesNotHangWait(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	mark := marker(t)
+	c := procgroup.Command("sh", "-c", "setsid sleep "+mark+" & exit 0")
+	var out bytes.Buffer
+	c.Stdout = &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ps, _ := procgrouptest.Live(isSleep(mark))
+		for _, p := range ps {
+			syscall.Kill(p.Pid, syscall.SIGKILL)
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Wait: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Wait hangs on the pipe an escaped process holds")
+	}
+}

@@ -46,7 +46,7 @@ test: setup cuda build
 	$(GO) vet -tags=torch ./...
 	DRAGONX_TORCH=$(CURDIR)/$(BIN_TORCH) $(GO) test -timeout 30m ./...
 	$(GO) test -tags=torch -timeout 30m $(TORCH_PKGS)
-	$(GO) test -tags=torch -timeout 10m -run 'Dragon|Bench' ./cmd/dragonx/
+	$(GO) test -tags=torch -timeout 30m -run 'Dragon|Bench' ./cmd/dragonx/
 
 # Benchmarks and heavy checks; figures go into the issues' closing notes.
 bench: build

@@ -72,6 +72,7 @@ func (r *Runtime) loop(threads int, seed int64, ready chan<- struct{}) {
 		Libtorch:         torchrt.Version(),
 		Threads:          torchrt.Threads(),
 		CoreType:         torchrt.CoreType(),
+		WaitPolicy:       torchrt.WaitPolicy(),
 		DenormalsFlushed: flushed && torchrt.DenormalsFlushed(),
 		MallocTuned:      torchrt.MallocTuned(),
 	}

@@ -92,6 +92,11 @@ type RunContext struct {
 	Log io.Writer
 	// Progress reports progress of long work.
 	Progress progress.Reporter
+	// Tmp is a private directory for the stage's temporary files (a
+	// command's TMPDIR, a job file), beside Dir under the engine's work
+	// root: removed with Dir, and by the next run when this one was
+	// killed. "" outside the engine (tests).
+	Tmp string
 	// Materialize writes the named input (from Inputs) to dst, a path that
 	// must not exist yet: a file or a directory, as the input is.
 	Materialize func(ctx context.Context, input string, dst string) error

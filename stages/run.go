@@ -320,9 +320,11 @@ func (r *runner) execute(ctx context.Context, inst *Instance, res *Result, diges
 		return r.failWithLog(ctx, inst, res, fmt.Errorf("stages: cannot create working directory: %w", err), nil)
 	}
 	defer os.RemoveAll(scratch)
-	dir := filepath.Join(scratch, "work")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return r.failWithLog(ctx, inst, res, fmt.Errorf("stages: cannot create working directory: %w", err), nil)
+	dir, tmp := filepath.Join(scratch, "work"), filepath.Join(scratch, "tmp")
+	for _, d := range []string{dir, tmp} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return r.failWithLog(ctx, inst, res, fmt.Errorf("stages: cannot create working directory: %w", err), nil)
+		}
 	}
 	var logBuf lockedBuffer
 	var logW io.Writer = &logBuf
@@ -349,6 +351,7 @@ func (r *runner) execute(ctx context.Context, inst *Instance, res *Result, diges
 	rc := &RunContext{
 		Executor: declared,
 		Dir:      dir,
+		Tmp:      tmp,
 		StateDir: stateDir,
 		Key:      res.Key.String(),
 		Log:      logW,

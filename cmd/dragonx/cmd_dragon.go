@@ -65,8 +65,12 @@ func benchEnvLine(r *dragon.BenchReport) string {
 	if ct == "" {
 		ct = "(unset: detected by OpenBLAS)"
 	}
-	return fmt.Sprintf("OPENBLAS_CORETYPE=%s threads=%d libtorch=%s denormals_flushed=%v malloc_tuned=%v",
-		ct, r.Runtime.Threads, r.Runtime.Libtorch, r.Runtime.DenormalsFlushed, r.Runtime.MallocTuned)
+	wp := r.Runtime.WaitPolicy
+	if wp == "" {
+		wp = "(unset: libgomp spins)"
+	}
+	return fmt.Sprintf("OPENBLAS_CORETYPE=%s OMP_WAIT_POLICY=%s threads=%d libtorch=%s denormals_flushed=%v malloc_tuned=%v",
+		ct, wp, r.Runtime.Threads, r.Runtime.Libtorch, r.Runtime.DenormalsFlushed, r.Runtime.MallocTuned)
 }
 
 func writeBenchJSON(w io.Writer, r *dragon.BenchReport) error {

@@ -7,13 +7,24 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os/exec"
+	"os"
+	"syscall"
+	"time"
 
+	"dragonx/internal/procgroup"
 	"dragonx/internal/torchbin"
 )
 
-// runDragon hands `dragonx dragon ...` to dragonx-torch (findTorchBinary), with the same arguments and standard streams; its
-// exit status becomes ours.
+// delegateGrace is how long dragonx-torch gets after an interrupt before it
+// is killed.
+const delegateGrace = 10 * time.Second
+
+// runDragon hands `dragonx dragon ...` to dragonx-torch (findTorchBinary),
+// with the same arguments and standard streams; its exit status becomes ours.
+// It runs under a supervisor (package procgroup), so that it does not outlive
+// a dragonx killed with kill -9, with the OpenMP wait policy of package
+// torchbin. An interrupt reaches it as SIGINT, then SIGKILL after
+// delegateGrace.
 func runDragon(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -26,16 +37,29 @@ func runDragon(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return withCode(exitFailure, err)
 	}
-	cmd := exec.CommandContext(ctx, path, append([]string{"dragon"}, args...)...)
+	cmd := procgroup.Command(append([]string{path, "dragon"}, args...)...)
+	cmd.Env = append(os.Environ(), torchbin.Env(os.Getenv)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return withCode(ee.ExitCode(), nil)
-		}
+	if err := cmd.Start(); err != nil {
 		return withCode(exitFailure, fmt.Errorf("running %s: %w", path, err))
 	}
-	return nil
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = cmd.Stop(done, syscall.SIGINT, false, delegateGrace)
+	}
+	var ee *procgroup.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee) && ee.Signaled():
+		return withCode(128+int(ee.Signal), nil)
+	case errors.As(err, &ee):
+		return withCode(ee.Code, nil)
+	}
+	return withCode(exitFailure, fmt.Errorf("running %s: %w", path, err))
 }
 
 // findTorchBinary returns the path of dragonx-torch (package torchbin: $DRAGONX_TORCH,

@@ -139,7 +139,7 @@ func benchDecoding(ctx context.Context, eng *stages.Engine, res *stages.Result) 
 	if err := json.Unmarshal(buf.Bytes(), &sum); err != nil {
 		return "", fmt.Errorf("the summary of %s: %w", res.Addr, err)
 	}
-	dec := sum.Decoding
+	dec := strings.Join(sum.Decoding, ", ")
 	if dec == "" {
 		dec = "decoding not recorded"
 	}

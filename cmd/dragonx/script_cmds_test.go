@@ -118,6 +118,7 @@ func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 				ts.Fatalf("usage: slurm start|empty")
 			}
 		},
+		"procs": procsCmd,
 		"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {
 			if len(args) < 1 || len(args) > 2 {
 				ts.Fatalf("usage: waitfile FILE [SECONDS]")

@@ -55,3 +55,20 @@ func TestFind(t *testing.T) {
 		})
 	}
 }
+
+func TestEnv(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{nil, []string{"OMP_WAIT_POLICY=PASSIVE"}},
+		{map[string]string{"OMP_WAIT_POLICY": "ACTIVE"}, nil},
+		{map[string]string{"GOMP_SPINCOUNT": "1000"}, nil},
+		{map[string]string{"OMP_NUM_THREADS": "2"}, []string{"OMP_WAIT_POLICY=PASSIVE"}},
+	} {
+		got := Env(func(k string) string { return c.env[k] })
+		if strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("Env(%v) = %q, want %q", c.env, got, c.want)
+		}
+	}
+}

@@ -639,7 +639,7 @@ func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
 		}
 		return nil
 	}
-	if err := job.Run(ctx, j, job.Options{Binary: bin, Progress: rc.Progress, Log: rc.Log, Grace: interruptGrace}); err != nil {
+	if err := job.Run(ctx, j, job.Options{Binary: bin, Env: torchbin.Env(os.Getenv), TmpDir: rc.Tmp, Progress: rc.Progress, Log: rc.Log, Grace: interruptGrace}); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	"dragonx/internal/progress"
 	"dragonx/internal/safeio"
+	"dragonx/internal/torchbin"
 	"dragonx/kernels/verdict"
 	"dragonx/stages/job"
 )
@@ -124,7 +125,7 @@ func runShards(ctx context.Context, sp Spec, spec []byte, dir, stateDir, bin str
 			if bin == "" {
 				err = runJob(ctx, j, &job.Env{Progress: r, Log: lw}, newLoader)
 			} else {
-				err = job.Run(ctx, j, job.Options{Binary: bin, Progress: r, Log: lw, Grace: interruptGrace})
+				err = job.Run(ctx, j, job.Options{Binary: bin, Env: torchbin.Env(os.Getenv), Progress: r, Log: lw, Grace: interruptGrace})
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("shard %d of %d: %w", i, n, err)

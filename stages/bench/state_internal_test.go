@@ -29,7 +29,7 @@ func TestResumeStatePlanted(t *testing.T) {
 			safeiotest.NoHang(t, func() {
 				st, err := openState(state, sp, logf)
 				if err == nil {
-					err = st.put("sft", &Task{Kind: "construction", Index: 0}, []*Attempt{{Policy: "sft"}})
+					err = st.put([]*Attempt{{Policy: "sft", Task: "construction", Index: 0}})
 					st.close()
 				}
 				if err != nil {

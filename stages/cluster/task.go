@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	osexec "os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"dragonx/internal/fscopy"
+	"dragonx/internal/procgroup"
 )
 
 // Marker is a shard task's completion record, DIR/shard-NNNN/done.json. The
@@ -92,7 +92,7 @@ func RunTask(ctx context.Context, dir string, i int) (*Marker, error) {
 
 	host, _ := os.Hostname()
 	m := &Marker{Shard: i, Attempt: attempt, Host: host, Start: time.Now().UTC()}
-	cmd := osexec.Command(spec.Argv[0], spec.Argv[1:]...)
+	cmd := procgroup.Command(spec.Argv...)
 	cmd.Dir = work
 	cmd.Stdout = log
 	cmd.Stderr = log
@@ -108,9 +108,9 @@ func RunTask(ctx context.Context, dir string, i int) (*Marker, error) {
 	cmd.Env = append(cmd.Env,
 		"DRAGONX_SHARD="+strconv.Itoa(i),
 		"DRAGONX_SHARDS="+strconv.Itoa(spec.Shards))
-	// Its own process group, so that a cancel reaches the whole pipeline;
-	// killed if the wrapper dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Its own process group, so that a cancel reaches the whole pipeline,
+	// owned by a supervisor that kills the group if the wrapper (or the
+	// dragonx run that calls RunTask) dies, kill -9 included.
 	if err := cmd.Start(); err != nil {
 		// A command that cannot start is the task's failure, not the
 		// wrapper's: it is recorded (127, as a shell says) and retried.
@@ -124,53 +124,27 @@ func RunTask(ctx context.Context, dir string, i int) (*Marker, error) {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		stopGroup(cmd.Process.Pid, done)
+		_ = cmd.Stop(done, syscall.SIGTERM, true, killGrace)
 		return nil, fmt.Errorf("cluster: shard %d interrupted: %w", i, ctx.Err())
 	}
 	if ctx.Err() != nil {
 		// Cancelled while the command was ending (scancel signals every
-		// process of the task at once): interrupted, not finished.
-		stopGroup(cmd.Process.Pid, nil)
+		// process of the task at once): interrupted, not finished. The
+		// supervisor killed what was left of the group.
 		return nil, fmt.Errorf("cluster: shard %d interrupted: %w", i, ctx.Err())
 	}
 	m.End = time.Now().UTC()
 	if err != nil {
-		var ee *osexec.ExitError
+		var ee *procgroup.ExitError
 		if !errors.As(err, &ee) {
 			return nil, fmt.Errorf("cluster: shard %d: %w", i, err)
 		}
-		m.ExitCode = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			m.ExitCode = 128 + int(ws.Signal())
+		m.ExitCode = ee.Code
+		if ee.Signaled() {
+			m.ExitCode = 128 + int(ee.Signal)
 		}
 	}
 	return m, writeMarker(dir, m)
-}
-
-// stopGroup stops the process group pgid: SIGTERM, then SIGKILL after
-// killGrace if the leader (done, when not nil) or any member is still
-// there. It returns once the group is empty or killGrace more has passed
-// (a member may stay a zombie until its new parent reaps it).
-func stopGroup(pgid int, done <-chan error) {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	deadline := time.Now().Add(killGrace)
-	if done != nil {
-		select {
-		case <-done:
-		case <-time.After(killGrace):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-done
-		}
-	}
-	for syscall.Kill(-pgid, 0) == nil {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			if time.Now().After(deadline.Add(killGrace)) {
-				return
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func hasVar(env []string, name string) bool {

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	osexec "os/exec"
 	"path"
 	"path/filepath"
 	"sort"
@@ -33,6 +32,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"dragonx/internal/procgroup"
 	"dragonx/stages"
 )
 
@@ -362,45 +362,47 @@ func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
 			return fmt.Errorf("exec: preparing output %s: %w", o.Name, err)
 		}
 	}
-	tmp, err := os.MkdirTemp("", "dragonx-exec-tmp-")
-	if err != nil {
-		return fmt.Errorf("exec: %w", err)
+	tmp := rc.Tmp
+	if tmp == "" {
+		// Outside the engine (which gives every stage a temporary
+		// directory under its work root, cleared by the next run).
+		d, err := os.MkdirTemp("", "dragonx-exec-tmp-")
+		if err != nil {
+			return fmt.Errorf("exec: %w", err)
+		}
+		defer os.RemoveAll(d)
+		tmp = d
 	}
-	defer os.RemoveAll(tmp)
 
-	cmd := osexec.Command(s.argv[0], s.argv[1:]...)
+	// The command runs in a process group of its own, owned by a
+	// supervisor that kills the whole group when dragonx exits in any way,
+	// kill -9 included (package procgroup): no part of a pipeline outlives
+	// the run.
+	cmd := procgroup.Command(s.argv...)
 	cmd.Dir = rc.Dir
 	cmd.Stdout = rc.Log
 	cmd.Stderr = rc.Log
 	cmd.Env = s.environ(tmp)
-	// Its own process group, so an interrupt reaches the whole pipeline;
-	// and killed if dragonx dies (kill -9), so no orphan keeps running.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	fmt.Fprintf(rc.Log, "$ %s\n", s.display())
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("exec: cannot start %q: %w", s.argv[0], err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(s.killGrace):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
+		_ = cmd.Stop(done, syscall.SIGTERM, true, s.killGrace)
 		return fmt.Errorf("exec: command interrupted: %w", ctx.Err())
 	}
 	if err != nil {
-		var ee *osexec.ExitError
+		var ee *procgroup.ExitError
 		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				return fmt.Errorf("exec: command killed by signal %v", ws.Signal())
+			if ee.Signaled() {
+				return fmt.Errorf("exec: command killed by signal %v", ee.Signal)
 			}
-			return fmt.Errorf("exec: command exited with status %d", ee.ExitCode())
+			return fmt.Errorf("exec: command exited with status %d", ee.Code)
 		}
 		return fmt.Errorf("exec: command failed: %w", err)
 	}

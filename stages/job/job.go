@@ -29,8 +29,13 @@
 //
 // Cancelling the parent's context sends SIGINT to the child, which cancels the
 // runner's context: the runner saves what lets it resume (in Job.StateDir)
-// and returns. After a grace period the parent sends SIGKILL. A non-zero exit
-// becomes an error that quotes the tail of the log.
+// and returns. After a grace period the parent kills the child's process
+// group. The child runs under a supervisor (package procgroup) that kills its
+// group when the parent exits in any way, kill -9 included; the job file and
+// the child's TMPDIR are in a directory under Options.TmpDir (the stage's
+// RunContext.Tmp, in the engine's work root), so a killed run leaves nothing
+// in the system's temporary directory. A non-zero exit becomes an error that
+// quotes the tail of the log.
 package job
 
 import (

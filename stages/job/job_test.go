@@ -80,6 +80,10 @@ func registerTestRunners() {
 			env.Progress.Report(progress.Event{Done: int64(step), Total: 1000, Unit: "steps"})
 		}
 	}})
+	// where: writes the job file's path and its TMPDIR to where.txt.
+	job.Register("where", job.Runner{Version: "1", Run: func(ctx context.Context, j *job.Job, env *job.Env) error {
+		return os.WriteFile(filepath.Join(j.Dir, "where.txt"), []byte(os.Args[len(os.Args)-1]+"\n"+os.Getenv("TMPDIR")), 0o644)
+	}})
 	// stubborn: ignores SIGINT.
 	job.Register("stubborn", job.Runner{Version: "1", Run: func(ctx context.Context, j *job.Job, env *job.Env) error {
 		signal.Ignore(os.Interrupt)
@@ -153,6 +157,39 @@ func TestRoundTrip(t *testing.T) {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("log %q lacks %q", log.String(), want)
 		}
+	}
+}
+
+// TestJobFilesStayInTmpDir: the job file and the child's temporary files are
+// under Options.TmpDir (else the job's Dir), never in the system's
+// temporary directory, and gone when Run returns.
+func TestJobFilesStayInTmpDir(t *testing.T) {
+	for _, withTmp := range []bool{true, false} {
+		t.Run(fmt.Sprintf("TmpDir=%v", withTmp), func(t *testing.T) {
+			var log strings.Builder
+			j := newJob(t, "where", "1")
+			o := opts(t, nil, &log)
+			root := j.Dir
+			if withTmp {
+				o.TmpDir = t.TempDir()
+				root = o.TmpDir
+			}
+			if err := job.Run(context.Background(), j, o); err != nil {
+				t.Fatalf("Run: %v\nlog:\n%s", err, log.String())
+			}
+			b, err := os.ReadFile(filepath.Join(j.Dir, "where.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			file, tmp, _ := strings.Cut(string(b), "\n")
+			if filepath.Dir(file) != tmp || filepath.Dir(tmp) != root {
+				t.Errorf("job file %s, TMPDIR %s: want ROOT/job-*/job.json and ROOT/job-* with ROOT %s", file, tmp, root)
+			}
+			left, _ := filepath.Glob(filepath.Join(root, "job-*"))
+			if len(left) > 0 {
+				t.Errorf("left after Run: %v", left)
+			}
+		})
 	}
 }
 

@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"dragonx/internal/procgroup"
 	"dragonx/internal/progress"
 )
 
@@ -33,9 +33,14 @@ type Options struct {
 	Args []string
 	// Env is added to this process's environment.
 	Env []string
-	// JobFile is where the job is written; "" means a temporary file,
-	// removed afterwards.
+	// JobFile is where the job is written; "" means a file in a fresh
+	// directory under TmpDir, removed afterwards.
 	JobFile string
+	// TmpDir holds that directory, which is also the child's TMPDIR; ""
+	// means the job's Dir. Stages pass RunContext.Tmp: under the engine's
+	// work root, so that what a killed run leaves is removed by the next
+	// one, never left in the system's temporary directory.
+	TmpDir string
 	// Progress receives the child's progress; nil discards it.
 	Progress progress.Reporter
 	// Log receives the child's stderr (and any stdout line that is not
@@ -75,13 +80,17 @@ func Run(ctx context.Context, j *Job, o Options) error {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
+	tmpRoot := o.TmpDir
+	if tmpRoot == "" {
+		tmpRoot = j.Dir
+	}
+	tmp, err := os.MkdirTemp(tmpRoot, "job-")
+	if err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	defer os.RemoveAll(tmp)
 	file := o.JobFile
 	if file == "" {
-		tmp, err := os.MkdirTemp("", "dragonx-job-")
-		if err != nil {
-			return fmt.Errorf("job: %w", err)
-		}
-		defer os.RemoveAll(tmp)
 		file = filepath.Join(tmp, "job.json")
 	}
 	if err := WriteFile(file, j); err != nil {
@@ -91,12 +100,12 @@ func Run(ctx context.Context, j *Job, o Options) error {
 	if args == nil {
 		args = []string{"stage-job"}
 	}
-	cmd := exec.Command(o.Binary, append(append([]string(nil), args...), file)...)
+	// The child runs in a process group of its own (a Ctrl-C on the
+	// terminal reaches it once, through us), owned by a supervisor that
+	// kills the group when we exit in any way, kill -9 included.
+	cmd := procgroup.Command(append(append([]string{o.Binary}, args...), file)...)
 	cmd.Dir = j.Dir
-	cmd.Env = append(os.Environ(), o.Env...)
-	// Its own process group, so that a Ctrl-C on the terminal reaches it
-	// once, through us; killed if we die.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Env = append(append(os.Environ(), o.Env...), "TMPDIR="+tmp)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return fmt.Errorf("job: %w", err)
@@ -141,11 +150,11 @@ func Run(ctx context.Context, j *Job, o Options) error {
 	case <-readersDone:
 	case <-ctx.Done():
 		interrupted = true
-		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.SignalCommand(syscall.SIGINT)
 		select {
 		case <-readersDone:
 		case <-time.After(grace):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Kill()
 			<-readersDone
 		}
 	}
@@ -156,11 +165,11 @@ func Run(ctx context.Context, j *Job, o Options) error {
 	if interrupted {
 		return fmt.Errorf("job: %s interrupted (%v): %w", j.Kind, werr, ctx.Err())
 	}
-	var ee *exec.ExitError
+	var ee *procgroup.ExitError
 	if errors.As(werr, &ee) {
-		what := fmt.Sprintf("exited with status %d", ee.ExitCode())
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			what = fmt.Sprintf("was killed by signal %v", ws.Signal())
+		what := fmt.Sprintf("exited with status %d", ee.Code)
+		if ee.Signaled() {
+			what = fmt.Sprintf("was killed by signal %v", ee.Signal)
 		}
 		return fmt.Errorf("job: the %s job (%s) %s; the end of its log:\n%s", j.Kind, filepath.Base(o.Binary), what, tail.String())
 	}

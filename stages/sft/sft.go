@@ -394,7 +394,7 @@ func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
 		return fmt.Errorf("sft: %w", err)
 	}
 	j := &job.Job{Kind: "sft", Version: Version, Spec: spec, Dir: rc.Dir, StateDir: rc.StateDir, Shard: 0, Shards: 1}
-	if err := job.Run(ctx, j, job.Options{Binary: bin, Progress: rc.Progress, Log: rc.Log, Grace: interruptGrace}); err != nil {
+	if err := job.Run(ctx, j, job.Options{Binary: bin, Env: torchbin.Env(os.Getenv), TmpDir: rc.Tmp, Progress: rc.Progress, Log: rc.Log, Grace: interruptGrace}); err != nil {
 		return fmt.Errorf("sft: %w", err)
 	}
 	return nil

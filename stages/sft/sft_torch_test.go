@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -137,8 +138,13 @@ func TestEngineRun(t *testing.T) {
 	if m.Validation.Loss == nil || *m.Validation.Loss <= 0 || *m.Validation.Loss > 10 {
 		t.Errorf("validation loss %v; want a number in (0, 10]", m.Validation.Loss)
 	}
-	if m.Speed.TokensPerS <= 0 || m.Speed.MFU <= 0 || m.Speed.MFU > 1 || m.Speed.SgemmPeakGFLOPS <= 0 {
-		t.Errorf("speed %+v: tokens/s, MFU or the peak out of range", m.Speed)
+	// No upper bound on MFU: the peak and the training are timed at
+	// different moments, so on a loaded machine MFU can exceed 1 (a bound
+	// would make this a timed test). The figures must be measured and
+	// agree with each other.
+	if sp := m.Speed; sp.Tokens <= 0 || sp.StepSeconds <= 0 || sp.MFU <= 0 || sp.SgemmPeakGFLOPS <= 0 ||
+		math.Abs(sp.TokensPerS-float64(sp.Tokens)/sp.StepSeconds) > 1e-6*sp.TokensPerS {
+		t.Errorf("speed %+v: tokens, seconds, MFU or the peak not measured, or tokens/s is not tokens over step seconds", m.Speed)
 	}
 	if h := m.Heldout.All; h.Tasks != 3 || h.Sampled != 3 || h.Judged == nil || h.Judged.Judged != 3 {
 		t.Errorf("held-out figures %+v; want the 3 tasks of heldout.jsonl sampled and judged", h)

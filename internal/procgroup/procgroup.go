@@ -115,14 +115,7 @@ func (c *Cmd) supervisor() (*exec.Cmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("procgroup: finding this executable to supervise %q: %w", c.Argv[0], err)
 	}
-	env := c.Env
-	if env == nil {
-		env = os.Environ()
-	}
 	sup := exec.Command(self, append([]string{marker, "--"}, c.Argv...)...)
-	sup.Dir = c.Dir
-	sup.Env = append(append([]string(nil), env...), envParent+"="+strconv.Itoa(os.Getpid()))
-	sup.Stdin, sup.Stdout, sup.Stderr = c.Stdin, c.Stdout, c.Stderr
 	sup.SysProcAttr = supervisorAttr()
 	// A process that left the group (setsid) may still hold the output
 	// pipes after the group is gone: Wait does not wait for it long.
@@ -157,6 +150,19 @@ func (c *Cmd) Start() error {
 	sup, err := c.supervisor()
 	if err != nil {
 		return err
+	}
+	env := c.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	sup.Dir = c.Dir
+	sup.Env = append(append([]string(nil), env...), envParent+"="+strconv.Itoa(os.Getpid()))
+	sup.Stdin = c.Stdin
+	if sup.Stdout == nil { // else StdoutPipe set it
+		sup.Stdout = c.Stdout
+	}
+	if sup.Stderr == nil {
+		sup.Stderr = c.Stderr
 	}
 	lifeR, lifeW, err := os.Pipe()
 	if err != nil {

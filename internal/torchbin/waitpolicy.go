@@ -9,9 +9,10 @@ package torchbin
 // that costs nothing on an idle machine; with another process on the cores,
 // the waiting thread spins through the time slices the working thread needs,
 // and every operator of a training step waits for a descheduled peer: the
-// slowdown is far worse than the share of the cores lost (measurements in
-// docs/pipeline.md, "Under load"). With OMP_WAIT_POLICY=PASSIVE a waiting
-// thread sleeps at once, and the work degrades in proportion to the load.
+// slowdown is far worse than the share of the cores lost. With
+// OMP_WAIT_POLICY=PASSIVE a waiting thread sleeps at once: the same work takes
+// the same CPU time under load (measurements in docs/dragon.md, "Process
+// settings"; with two threads it still waits for both to be on a core).
 //
 // libgomp reads the policy when it loads, before any Go code runs, so it must
 // be in the environment the process starts with: dragonx adds it when it

@@ -126,3 +126,23 @@ func VThreadCopies(accs []BufferAccess) []*ir.For {
 	}
 	return out
 }
+
+// Relax returns the loops a buffer's region is relaxed over, as TVM's
+// CompactBufferAllocation relaxes them: the loops under the accesses'
+// common ancestor, and, for shared memory, the threadIdx and vthread
+// loops above it; never blockIdx, and for local memory never a thread
+// or vthread loop (a local buffer holds one copy per vthread instead,
+// VThreadCopies). kernels/lower allocates buffers and
+// kernels/postproc's VerifyGPUCode sizes them with it.
+func Relax(shared bool) func(f *ir.For, under bool) bool {
+	return func(f *ir.For, under bool) bool {
+		rank := -1
+		if f.Kind == ir.ThreadBinding {
+			rank = ir.ThreadRank(f.Thread)
+		}
+		if shared {
+			return rank != 0 && (under || rank >= 1)
+		}
+		return under && (rank < 0 || rank == 1)
+	}
+}

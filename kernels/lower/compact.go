@@ -58,7 +58,7 @@ func (lw *kernelLowerer) compactAll(sites []site, scopes map[*ir.Buffer]Scope) e
 }
 
 func (lw *kernelLowerer) compact(buf *ir.Buffer, sc Scope, us []analysis.BufferAccess) (*Alloc, error) {
-	shape, exts, err := analysis.CompactRegion(lw.an, buf, us, relaxFor(sc == ScopeShared))
+	shape, exts, err := analysis.CompactRegion(lw.an, buf, us, analysis.Relax(sc == ScopeShared))
 	if err != nil {
 		return nil, err
 	}
@@ -92,26 +92,6 @@ func (lw *kernelLowerer) compact(buf *ir.Buffer, sc Scope, us []analysis.BufferA
 	al.Bytes = al.Copies * elems * int64(buf.DType().Bytes())
 	al.Flat = ir.NewBuffer(buf.Name(), buf.DType(), []int64{al.Copies * elems}, string(sc))
 	return al, nil
-}
-
-// relaxFor returns the loops a buffer's region is relaxed over, as TVM's
-// CompactBufferAllocation relaxes them: the loops under the accesses'
-// common ancestor, and, for shared memory, the threadIdx and vthread
-// loops above it; never blockIdx, and for local memory never a thread
-// or vthread loop (a local buffer holds one copy per vthread instead,
-// analysis.VThreadCopies). kernels/postproc's VerifyGPUCode sizes
-// buffers the same way.
-func relaxFor(shared bool) func(f *ir.For, under bool) bool {
-	return func(f *ir.For, under bool) bool {
-		rank := -1
-		if f.Kind == ir.ThreadBinding {
-			rank = ir.ThreadRank(f.Thread)
-		}
-		if shared {
-			return rank != 0 && (under || rank >= 1)
-		}
-		return under && (rank < 0 || rank == 1)
-	}
 }
 
 // flatten returns the flat buffer and index of buf[idx...].

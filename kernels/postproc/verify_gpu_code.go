@@ -476,21 +476,11 @@ func (k *kernel) checkMemory(max int64, shared bool) error {
 	if len(bufs) == 0 || !shared && full <= max {
 		return nil // compaction only shrinks a buffer
 	}
-	relax := func(f *ir.For, under bool) bool {
-		rank := -1
-		if f.Kind == ir.ThreadBinding {
-			rank = ir.ThreadRank(f.Thread)
-		}
-		if shared {
-			return rank != 0 && (under || rank >= 1)
-		}
-		return under && (rank < 0 || rank == 1)
-	}
 	a := arith.NewAnalyzer()
 	total := int64(0)
 	bytes := make([]int64, len(bufs))
 	for i, buf := range bufs {
-		_, exts, err := analysis.CompactRegion(a, buf, uses[buf], relax)
+		_, exts, err := analysis.CompactRegion(a, buf, uses[buf], analysis.Relax(shared))
 		if err != nil && shared {
 			return err
 		}

@@ -36,14 +36,7 @@ func CompactRegion(a *arith.Analyzer, buf *ir.Buffer, accs []BufferAccess, relax
 	if len(accs) == 0 {
 		return nil, nil, fmt.Errorf("buffer %s has no access to compact", buf.Name())
 	}
-	lca := accs[0].Path
-	for _, u := range accs[1:] {
-		n := 0
-		for n < len(lca) && n < len(u.Path) && lca[n] == u.Path[n] {
-			n++
-		}
-		lca = lca[:n]
-	}
+	lca := commonPath(accs)
 	shape := make([]arith.IntSet, buf.Rank())
 	dom := make(map[*ir.Var]arith.IntSet, 16)
 	var bind map[*ir.Var]ir.Expr
@@ -97,4 +90,59 @@ func CompactRegion(a *arith.Analyzer, buf *ir.Buffer, accs []BufferAccess, relax
 		exts[d] = n + 1
 	}
 	return shape, exts, nil
+}
+
+// commonPath returns the statements every access's path starts with: the
+// path down to the accesses' lowest common ancestor.
+func commonPath(accs []BufferAccess) []ir.Stmt {
+	if len(accs) == 0 {
+		return nil
+	}
+	lca := accs[0].Path
+	for _, u := range accs[1:] {
+		n := 0
+		for n < len(lca) && n < len(u.Path) && lca[n] == u.Path[n] {
+			n++
+		}
+		lca = lca[:n]
+	}
+	return lca
+}
+
+// VThreadCopies returns the vthread loops above the lowest common
+// ancestor of accs, outermost first. TVM allocates a buffer at that
+// ancestor, so inside their scopes, and compacts a local buffer without
+// relaxing them (its NeedRelaxThread); InjectVirtualThread then gives
+// the buffer one copy per vthread of each, laid out outermost loop
+// first, each of the compacted size. (TVM shares one copy among the
+// vthreads when none of them writes it differently; dragonx always
+// counts the copies, an upper bound.)
+func VThreadCopies(accs []BufferAccess) []*ir.For {
+	var out []*ir.For
+	for _, s := range commonPath(accs) {
+		if f, ok := s.(*ir.For); ok && f.Kind == ir.ThreadBinding && ir.ThreadRank(f.Thread) == 1 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Relax returns the loops a buffer's region is relaxed over, as TVM's
+// CompactBufferAllocation relaxes them: the loops under the accesses'
+// common ancestor, and, for shared memory, the threadIdx and vthread
+// loops above it; never blockIdx, and for local memory never a thread
+// or vthread loop (a local buffer holds one copy per vthread instead,
+// VThreadCopies). kernels/lower allocates buffers and
+// kernels/postproc's VerifyGPUCode sizes them with it.
+func Relax(shared bool) func(f *ir.For, under bool) bool {
+	return func(f *ir.For, under bool) bool {
+		rank := -1
+		if f.Kind == ir.ThreadBinding {
+			rank = ir.ThreadRank(f.Thread)
+		}
+		if shared {
+			return rank != 0 && (under || rank >= 1)
+		}
+		return under && (rank < 0 || rank == 1)
+	}
 }

@@ -11,7 +11,9 @@
 //     its body, as TVM's GetBlockReadWriteRegion; te and the cache-stage
 //     and compute-at primitives use it.
 //   - CompactRegion sizes a buffer to the part its blocks access, as TVM's
-//     CompactBufferAllocation: kernels/lower allocates shared and local
-//     buffers with it, and kernels/postproc's VerifyGPUCode counts shared
-//     memory with it, so the two agree by construction.
+//     CompactBufferAllocation, over the loops Relax picks; VThreadCopies
+//     gives the vthread loops a local buffer holds one copy per vthread
+//     of (InjectVirtualThread). kernels/lower allocates shared and local
+//     buffers with them, and kernels/postproc's VerifyGPUCode counts
+//     shared and local memory with them, so the two agree by construction.
 package analysis

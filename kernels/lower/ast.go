@@ -116,6 +116,13 @@ type Alloc struct {
 	// uses; for a global buffer it is all zero and Shape is Buffer's.
 	Shape  []int64
 	Offset []ir.Expr
+	// Copies is how many copies of the compacted shape a local buffer
+	// holds, one per vthread of the vthread loops above its uses (as
+	// TVM's InjectVirtualThread); copy Copy of element (i0, ...) is at
+	// Copy times the compacted size plus its place in the shape. Copy
+	// is nil when Copies is 1.
+	Copies int64
+	Copy   ir.Expr
 	// Bytes is the allocation's size: per block for shared, per thread
 	// for local.
 	Bytes int64

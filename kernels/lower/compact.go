@@ -12,8 +12,11 @@ import (
 // regions its blocks access (their declared reads and writes), relaxed
 // over the loops under the lowest common ancestor of those blocks and,
 // for a shared buffer, over the threadIdx and vthread loops above it (one
-// copy serves the whole thread block), for a local one over the vthread
-// loops (one copy per thread, which runs its vthreads serially). A block
+// copy serves the whole thread block). A local buffer (one per thread)
+// is not relaxed over the vthread loops above that ancestor: as TVM's
+// InjectVirtualThread does, the thread holds one compacted copy per
+// vthread (analysis.VThreadCopies), since it runs its vthreads serially
+// and each works on its own part. A block
 // predicate narrows the relaxed loops it bounds (an imperfect split's
 // guard), as in VerifyGPUCode, so the sizes are the ones it checked.
 func (lw *kernelLowerer) compactAll(sites []site, scopes map[*ir.Buffer]Scope) error {
@@ -55,24 +58,11 @@ func (lw *kernelLowerer) compactAll(sites []site, scopes map[*ir.Buffer]Scope) e
 }
 
 func (lw *kernelLowerer) compact(buf *ir.Buffer, sc Scope, us []analysis.BufferAccess) (*Alloc, error) {
-	// Shared: relaxed over threadIdx and vthread; local: over vthread;
-	// both over the loops under the accesses' common ancestor, never
-	// over blockIdx.
-	relax := func(f *ir.For, under bool) bool {
-		rank := -1
-		if f.Kind == ir.ThreadBinding {
-			rank = ir.ThreadRank(f.Thread)
-		}
-		if rank == 0 || (sc == ScopeLocal && rank == 2) {
-			return false
-		}
-		return under || rank == 1 || (sc == ScopeShared && rank == 2)
-	}
-	shape, exts, err := analysis.CompactRegion(lw.an, buf, us, relax)
+	shape, exts, err := analysis.CompactRegion(lw.an, buf, us, analysis.Relax(sc == ScopeShared))
 	if err != nil {
 		return nil, err
 	}
-	al := &Alloc{Buffer: buf, Scope: sc, Shape: make([]int64, buf.Rank()), Offset: make([]ir.Expr, buf.Rank())}
+	al := &Alloc{Buffer: buf, Scope: sc, Shape: make([]int64, buf.Rank()), Offset: make([]ir.Expr, buf.Rank()), Copies: 1}
 	elems := int64(1)
 	for d, set := range shape {
 		if exts[d] >= buf.Shape()[d] {
@@ -82,8 +72,25 @@ func (lw *kernelLowerer) compact(buf *ir.Buffer, sc Scope, us []analysis.BufferA
 		}
 		elems *= al.Shape[d]
 	}
-	al.Bytes = elems * int64(buf.DType().Bytes())
-	al.Flat = ir.NewBuffer(buf.Name(), buf.DType(), []int64{elems}, string(sc))
+	if sc == ScopeLocal {
+		for _, f := range analysis.VThreadCopies(us) {
+			n, ok := f.ConstExtent()
+			if !ok {
+				return nil, fmt.Errorf("loop %s bound to %s has the non-constant extent %s", f.Var.Name(), f.Thread, ir.ExprString(f.ExtentExpr()))
+			}
+			if n == 1 {
+				continue
+			}
+			if al.Copy == nil {
+				al.Copy = f.Var
+			} else {
+				al.Copy = ir.Add(ir.Mul(al.Copy, ir.IntImmOf(al.Copy.DType(), n)), ir.CastTo(al.Copy.DType(), f.Var))
+			}
+			al.Copies *= n
+		}
+	}
+	al.Bytes = al.Copies * elems * int64(buf.DType().Bytes())
+	al.Flat = ir.NewBuffer(buf.Name(), buf.DType(), []int64{al.Copies * elems}, string(sc))
 	return al, nil
 }
 
@@ -109,6 +116,10 @@ func (lw *kernelLowerer) flatten(buf *ir.Buffer, idx []ir.Expr) (*ir.Buffer, ir.
 	}
 	if flat == nil {
 		flat = ir.Int(0)
+	}
+	if al.Copy != nil {
+		elems := al.Flat.Shape()[0] / al.Copies
+		flat = ir.Add(ir.Mul(ir.CastTo(flat.DType(), al.Copy), ir.IntImmOf(flat.DType(), elems)), flat)
 	}
 	return al.Flat, lw.an.Simplify(flat), nil
 }

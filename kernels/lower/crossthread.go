@@ -134,8 +134,8 @@ func (lw *kernelLowerer) findCrossThread(s site) (*crossThread, error) {
 	dt := st.Buffer.DType()
 	red := ir.NewBuffer(st.Buffer.Name()+"_red", dt, []int64{1}, "local")
 	buf := ir.NewBuffer(st.Buffer.Name()+"_red_buf", dt, []int64{lw.k.Threads()}, "shared")
-	ct.red = &Alloc{Buffer: red, Flat: red, Scope: ScopeLocal, Shape: []int64{1}, Offset: []ir.Expr{ir.Int(0)}, Bytes: int64(dt.Bytes()), Scratch: true}
-	ct.redBuf = &Alloc{Buffer: buf, Flat: buf, Scope: ScopeShared, Shape: []int64{lw.k.Threads()}, Offset: []ir.Expr{ir.Int(0)}, Bytes: lw.k.Threads() * int64(dt.Bytes()), Scratch: true}
+	ct.red = &Alloc{Buffer: red, Flat: red, Scope: ScopeLocal, Shape: []int64{1}, Offset: []ir.Expr{ir.Int(0)}, Copies: 1, Bytes: int64(dt.Bytes()), Scratch: true}
+	ct.redBuf = &Alloc{Buffer: buf, Flat: buf, Scope: ScopeShared, Shape: []int64{lw.k.Threads()}, Offset: []ir.Expr{ir.Int(0)}, Copies: 1, Bytes: lw.k.Threads() * int64(dt.Bytes()), Scratch: true}
 	return ct, nil
 }
 

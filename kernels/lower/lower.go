@@ -121,6 +121,7 @@ func globalAlloc(b *ir.Buffer) *Alloc {
 		Scope:  ScopeGlobal,
 		Shape:  slices.Clone(b.Shape()),
 		Offset: off,
+		Copies: 1,
 		Bytes:  b.NumElements() * int64(b.DType().Bytes()),
 	}
 }

@@ -73,25 +73,37 @@ func TestLowerEveryCUDATrace(t *testing.T) {
 }
 
 // agreeWithVerifier checks that the largest shared bytes and threads per
-// block of p's kernels are exactly what VerifyGPUCode counts on f: f
-// passes with those numbers as limits and fails with one less.
+// block, and local bytes per thread, of p's kernels are exactly what
+// VerifyGPUCode counts on f: f passes with those numbers as limits and
+// fails with one less.
 func agreeWithVerifier(t *testing.T, f *ir.PrimFunc, p *lower.Program) {
 	t.Helper()
-	var shared, threads int64
+	var shared, local, threads int64
 	for _, k := range p.Kernels {
-		n := k.SharedBytes()
+		n, m := k.SharedBytes(), k.LocalBytes()
 		for _, a := range k.Allocs {
 			if a.Scratch && a.Scope == lower.ScopeShared {
 				n -= a.Bytes // lowering's, not the schedule's
 			}
+			if a.Scratch && a.Scope == lower.ScopeLocal {
+				m -= a.Bytes
+			}
 		}
-		shared, threads = max(shared, n), max(threads, k.Threads())
+		shared, local, threads = max(shared, n), max(local, m), max(threads, k.Threads())
 	}
 	ctx := context.Background()
 	lim := postproc.CUDALimits()
 	lim.MaxSharedMemoryPerBlock, lim.MaxThreadsPerBlock = max(shared, 1), threads
+	lim.MaxLocalMemoryPerThread = max(local, 1)
 	if err := postproc.VerifyGPUFunc(ctx, f, lim); err != nil {
-		t.Errorf("VerifyGPUCode rejects %d B shared, %d threads, what lowering counts: %v", shared, threads, err)
+		t.Errorf("VerifyGPUCode rejects %d B shared, %d B local, %d threads, what lowering counts: %v", shared, local, threads, err)
+	}
+	if local > 0 {
+		l := lim
+		l.MaxLocalMemoryPerThread = local - 1
+		if postproc.VerifyGPUFunc(ctx, f, l) == nil {
+			t.Errorf("VerifyGPUCode accepts %d B of local memory per thread, lowering counts %d", local-1, local)
+		}
 	}
 	if shared > 0 {
 		l := lim

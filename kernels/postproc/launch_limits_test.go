@@ -17,7 +17,14 @@ import (
 // VerifyGPUCode.
 func scheduled(t *testing.T, spec, name string) *ir.PrimFunc {
 	t.Helper()
-	data, err := os.ReadFile("../verdict/testdata/attacks/" + name + ".trace.json")
+	return replayed(t, spec, "../verdict/testdata/attacks/"+name+".trace.json")
+}
+
+// replayed replays the trace in file on a workload and runs the CUDA
+// postprocessors but VerifyGPUCode.
+func replayed(t *testing.T, spec, file string) *ir.PrimFunc {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +84,32 @@ func TestLaunchLimits(t *testing.T) {
 		err := postproc.VerifyGPUFunc(context.Background(), c.f, c.limits)
 		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.err)
+		}
+	}
+}
+
+// TestLocalMemoryPerVThread: a real schedule, timed on an A10 (line 2 of
+// kernels/fidelity/testdata/a10-ansor-bert/measured_scalar.csv; Ansor's
+// BERT log), whose accumulator tile is 4 x 512 fp16 per vthread, under 4
+// vthreads that each own a quarter of the rows 256 apart. Its threads
+// hold 4 copies of the tile (16 KiB), as TVM's InjectVirtualThread
+// allocates it; relaxing the tile over the vthread loop instead spans
+// 772 rows (790528 B), past CUDA's 512 KiB, and refused it.
+func TestLocalMemoryPerVThread(t *testing.T) {
+	f := replayed(t, `{"family":"DENSE","M":1024,"N":1024,"K":1024,"dtype":"float16"}`, "testdata/a10/dense_1024x1024x1024_f16-L0100.json")
+	for _, c := range []struct {
+		local int64
+		err   string
+	}{
+		{512 << 10, ""},
+		{4 * 4 * 512 * 2, ""},
+		{4*4*512*2 - 1, "16384 bytes of local memory per thread (T_matmul_NT_local 16384 B), more than the 16383 allowed"},
+	} {
+		l := postproc.CUDALimits()
+		l.MaxLocalMemoryPerThread = c.local
+		err := postproc.VerifyGPUFunc(context.Background(), f, l)
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%d B of local memory: %v, want %q", c.local, err, c.err)
 		}
 	}
 }

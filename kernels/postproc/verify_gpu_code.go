@@ -429,10 +429,11 @@ func (k *kernel) checkVectors(max int64) error {
 // blocks access, relaxed over the loops under the point where it is
 // allocated (the lowest common ancestor of those blocks) and, for shared
 // memory (one copy per block), over the threadIdx and vthread loops above
-// it; for local memory (one copy per thread, which runs its vthreads in
-// turn) over the vthread loops above it, never over a thread-bound loop,
-// as the lowering relaxes it. A local buffer whose region cannot be
-// compacted counts at its whole size.
+// it; for local memory never over a thread or vthread loop, but counted
+// once per vthread of the vthread loops above that ancestor (one copy per
+// thread, which holds one per vthread: TVM's InjectVirtualThread,
+// analysis.VThreadCopies), as kernels/lower allocates it. A local buffer
+// whose region cannot be compacted counts at its whole size.
 func (k *kernel) checkMemory(max int64, shared bool) error {
 	in, what := isLocal, "local memory per thread"
 	if shared {
@@ -450,30 +451,36 @@ func (k *kernel) checkMemory(max int64, shared bool) error {
 				}
 				if _, ok := uses[r.Buffer]; !ok {
 					bufs = append(bufs, r.Buffer)
-					full = satAdd(full, satMul(r.Buffer.NumElements(), int64(r.Buffer.DType().Bytes())))
 				}
 				uses[r.Buffer] = append(uses[r.Buffer], analysis.BufferAccess{Path: b.path, Realize: b.realize, Region: r})
 			}
 		}
 	}
+	// copies[i] is how many copies of bufs[i] a thread holds (local
+	// memory: one per vthread above its uses), full the bytes of their
+	// whole shapes.
+	copies := make([]int64, len(bufs))
+	for i, buf := range bufs {
+		copies[i] = 1
+		if !shared {
+			for _, f := range analysis.VThreadCopies(uses[buf]) {
+				n, ok := f.ConstExtent()
+				if !ok {
+					return fmt.Errorf("loop %s bound to %s has a dynamic extent", f.Var.Name(), f.Thread)
+				}
+				copies[i] = satMul(copies[i], n)
+			}
+		}
+		full = satAdd(full, satMul(copies[i], satMul(buf.NumElements(), int64(buf.DType().Bytes()))))
+	}
 	if len(bufs) == 0 || !shared && full <= max {
 		return nil // compaction only shrinks a buffer
-	}
-	relax := func(f *ir.For, under bool) bool {
-		if shared {
-			return under || (f.Kind == ir.ThreadBinding && ir.ThreadRank(f.Thread) >= 1)
-		}
-		rank := -1
-		if f.Kind == ir.ThreadBinding {
-			rank = ir.ThreadRank(f.Thread)
-		}
-		return rank == 1 || (under && rank < 0)
 	}
 	a := arith.NewAnalyzer()
 	total := int64(0)
 	bytes := make([]int64, len(bufs))
 	for i, buf := range bufs {
-		_, exts, err := analysis.CompactRegion(a, buf, uses[buf], relax)
+		_, exts, err := analysis.CompactRegion(a, buf, uses[buf], analysis.Relax(shared))
 		if err != nil && shared {
 			return err
 		}
@@ -484,6 +491,7 @@ func (k *kernel) checkMemory(max int64, shared bool) error {
 		for d, n := range exts {
 			elems = satMul(elems, min(n, buf.Shape()[d]))
 		}
+		elems = satMul(elems, copies[i])
 		bytes[i] = satMul(elems, int64(buf.DType().Bytes()))
 		total = satAdd(total, bytes[i])
 	}

@@ -55,10 +55,10 @@ extern "C" __global__ void __launch_bounds__(128) main_kernel0(float *__restrict
 	}
 }
 
-// main_kernel1: grid (168, 1, 1), block (48, 1, 1), 33792 B shared, 448 B local per thread.
+// main_kernel1: grid (168, 1, 1), block (48, 1, 1), 33792 B shared, 224 B local per thread.
 // auto_unroll_max_step 1024.
 extern "C" __global__ void __launch_bounds__(48) main_kernel1(float *__restrict__ p0, float *__restrict__ p1, float *__restrict__ p2, float *__restrict__ T_relu, float *__restrict__ data_pack, float *__restrict__ bgemm, float *__restrict__ inverse) {
-	__align__(16) float bgemm_local[112]; // 448 B per thread
+	__align__(16) float bgemm_local[56]; // 224 B per thread
 	__shared__ __align__(16) float data_pack_shared[5376]; // 21504 B per block
 	__shared__ __align__(16) float p1_shared[3072]; // 12288 B per block
 	#pragma unroll
@@ -80,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(48) main_kernel1(float *__restrict_
 									{
 										const int co_4_init = 0;
 										{ // block bgemm_init
-											bgemm_local[(((((((((((eps_1_nu_1_p_1_co_1_fused / 2) * 84) + (eps_3_init * 28)) + (eps_4_init * 28)) + (nu_3_init * 28)) + (nu_4_init * 28)) + ((eps_1_nu_1_p_1_co_1_fused % 2) * 14)) + p_3_init) + p_4_init) + co_3_init) + co_4_init)] = 0.0f;
+											bgemm_local[(((((((((eps_1_nu_1_p_1_co_1_fused * 14) + (eps_3_init * 14)) + (eps_4_init * 14)) + (nu_3_init * 14)) + (nu_4_init * 14)) + p_3_init) + p_4_init) + co_3_init) + co_4_init)] = 0.0f;
 										}
 									}
 								}
@@ -141,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(48) main_kernel1(float *__restrict_
 												{
 													const int co_4 = 0;
 													{ // block bgemm_update
-														bgemm_local[(((((((((((eps_1_nu_1_p_1_co_1_fused / 2) * 84) + (eps_3 * 28)) + (eps_4 * 28)) + (nu_3 * 28)) + (nu_4 * 28)) + ((eps_1_nu_1_p_1_co_1_fused % 2) * 14)) + p_3) + p_4) + co_3) + co_4)] = (bgemm_local[(((((((((((eps_1_nu_1_p_1_co_1_fused / 2) * 84) + (eps_3 * 28)) + (eps_4 * 28)) + (nu_3 * 28)) + (nu_4 * 28)) + ((eps_1_nu_1_p_1_co_1_fused % 2) * 14)) + p_3) + p_4) + co_3) + co_4)] + (data_pack_shared[((((((((((((eps_1_nu_1_p_1_co_1_fused / 2) * 2688) + ((((int)threadIdx.x) / 16) * 896)) + (eps_3 * 896)) + (eps_4 * 896)) + (nu_3 * 896)) + (nu_4 * 896)) + ((eps_1_nu_1_p_1_co_1_fused % 2) * 448)) + (p_3 * 32)) + (p_4 * 32)) + (ci_1 * 16)) + ci_2)] * p1_shared[(((((((((((eps_1_nu_1_p_1_co_1_fused / 2) * 1536) + (eps_3 * 512)) + (eps_4 * 512)) + (nu_3 * 512)) + (nu_4 * 512)) + (co_3 * 32)) + (co_4 * 32)) + (((int)threadIdx.x) * 32)) + (ci_1 * 16)) + ci_2)]));
+														bgemm_local[(((((((((eps_1_nu_1_p_1_co_1_fused * 14) + (eps_3 * 14)) + (eps_4 * 14)) + (nu_3 * 14)) + (nu_4 * 14)) + p_3) + p_4) + co_3) + co_4)] = (bgemm_local[(((((((((eps_1_nu_1_p_1_co_1_fused * 14) + (eps_3 * 14)) + (eps_4 * 14)) + (nu_3 * 14)) + (nu_4 * 14)) + p_3) + p_4) + co_3) + co_4)] + (data_pack_shared[((((((((((((eps_1_nu_1_p_1_co_1_fused / 2) * 2688) + ((((int)threadIdx.x) / 16) * 896)) + (eps_3 * 896)) + (eps_4 * 896)) + (nu_3 * 896)) + (nu_4 * 896)) + ((eps_1_nu_1_p_1_co_1_fused % 2) * 448)) + (p_3 * 32)) + (p_4 * 32)) + (ci_1 * 16)) + ci_2)] * p1_shared[(((((((((((eps_1_nu_1_p_1_co_1_fused / 2) * 1536) + (eps_3 * 512)) + (eps_4 * 512)) + (nu_3 * 512)) + (nu_4 * 512)) + (co_3 * 32)) + (co_4 * 32)) + (((int)threadIdx.x) * 32)) + (ci_1 * 16)) + ci_2)]));
 													}
 												}
 											}
@@ -163,7 +163,7 @@ extern "C" __global__ void __launch_bounds__(48) main_kernel1(float *__restrict_
 					{
 						const int ax3 = 0;
 						{ // block bgemm_local
-							bgemm[((((((((((((eps_1_nu_1_p_1_co_1_fused / 2) * 225792) + ((((int)threadIdx.x) / 16) * 75264)) + (ax0 * 75264)) + ((((int)blockIdx.x) / 28) * 12544)) + (ax1 * 12544)) + (((((int)blockIdx.x) % 28) / 4) * 1792)) + ((eps_1_nu_1_p_1_co_1_fused % 2) * 896)) + (ax2 * 64)) + ((((int)blockIdx.x) % 4) * 16)) + (((int)threadIdx.x) % 16)) + ax3)] = bgemm_local[(((((((eps_1_nu_1_p_1_co_1_fused / 2) * 84) + (ax0 * 28)) + (ax1 * 28)) + ((eps_1_nu_1_p_1_co_1_fused % 2) * 14)) + ax2) + ax3)];
+							bgemm[((((((((((((eps_1_nu_1_p_1_co_1_fused / 2) * 225792) + ((((int)threadIdx.x) / 16) * 75264)) + (ax0 * 75264)) + ((((int)blockIdx.x) / 28) * 12544)) + (ax1 * 12544)) + (((((int)blockIdx.x) % 28) / 4) * 1792)) + ((eps_1_nu_1_p_1_co_1_fused % 2) * 896)) + (ax2 * 64)) + ((((int)blockIdx.x) % 4) * 16)) + (((int)threadIdx.x) % 16)) + ax3)] = bgemm_local[(((((eps_1_nu_1_p_1_co_1_fused * 14) + (ax0 * 14)) + (ax1 * 14)) + ax2) + ax3)];
 						}
 					}
 				}

@@ -49,7 +49,7 @@ import (
 
 // Version is the harvest kind's version; bump it when the same parameters
 // would produce different outputs.
-const Version = "2" // 2: GPU model version 2 (issue 28)
+const Version = "3" // 2: GPU model version 2 (issue 28); 3: local buffers compacted per vthread, so the static verdict (512 KiB local) changes
 
 // Kind is the harvest stage kind.
 type Kind struct{}

@@ -40,7 +40,7 @@ import (
 
 // Version is the kind's version; bump it when the same parameters would give
 // different outputs.
-const Version = "2" // 2: GPU model version 2 (issue 28); full_vocab, free_samples, construction_baseline (issue 27)
+const Version = "3" // 2: GPU model version 2 (issue 28); full_vocab, free_samples, construction_baseline (issue 27); 3: local buffers compacted per vthread (static verdict)
 
 // Kind is the rl stage kind.
 type Kind struct{}

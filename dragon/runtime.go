@@ -36,10 +36,10 @@ type RuntimeInfo struct {
 	// OpenBLAS detects the processor).
 	CoreType string `json:"openblas_coretype"`
 	// WaitPolicy is OpenMP's wait policy as the process started with it
-	// (OMP_WAIT_POLICY, and GOMP_SPINCOUNT when set): "PASSIVE", the
-	// setting dragonx makes, lets the training slow down only in
-	// proportion to another process's load (package internal/torchbin);
-	// "" is libgomp's spinning default.
+	// (OMP_WAIT_POLICY's value, then GOMP_SPINCOUNT=N when set): "PASSIVE",
+	// the setting dragonx makes, keeps waiting threads from spinning on
+	// the cores another process needs (package internal/torchbin); "" is
+	// libgomp's spinning default.
 	WaitPolicy string `json:"omp_wait_policy"`
 	// DenormalsFlushed and MallocTuned say whether the process settings of
 	// package internal/torchrt took effect.

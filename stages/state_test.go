@@ -16,17 +16,24 @@ import (
 
 // resumeKind is a test kind whose first attempt leaves a file in its state
 // directory and fails; the next attempt finds it and succeeds, writing what
-// it found as its output.
-type resumeKind struct{ attempts *int }
+// it found as its output. Each attempt also writes a file into its
+// temporary directory (RunContext.Tmp) and records where that was.
+type resumeKind struct {
+	attempts *int
+	tmp      *string
+}
 
 func (resumeKind) Name() string    { return "statetest" }
 func (resumeKind) Version() string { return "1" }
 func (k resumeKind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.Diagnostics) {
 	_, diags := body.Content(&hcl.BodySchema{})
-	return &resumeStage{attempts: k.attempts}, diags
+	return &resumeStage{attempts: k.attempts, tmp: k.tmp}, diags
 }
 
-type resumeStage struct{ attempts *int }
+type resumeStage struct {
+	attempts *int
+	tmp      *string
+}
 
 func (*resumeStage) Params() []stages.Param { return nil }
 func (*resumeStage) Inputs() []stages.Input { return nil }
@@ -38,6 +45,13 @@ func (s *resumeStage) Run(ctx context.Context, rc *stages.RunContext) error {
 	*s.attempts++
 	if rc.StateDir == "" || rc.Key == "" {
 		return errors.New("no state directory or key")
+	}
+	*s.tmp = rc.Tmp
+	if rc.Tmp == "" || strings.HasPrefix(rc.Tmp, rc.Dir) {
+		return errors.New("no temporary directory beside the working directory")
+	}
+	if err := os.WriteFile(filepath.Join(rc.Tmp, "job.json"), []byte("{}"), 0o600); err != nil {
+		return err
 	}
 	mark := filepath.Join(rc.StateDir, "progress")
 	b, err := os.ReadFile(mark)
@@ -54,8 +68,8 @@ func (s *resumeStage) Run(ctx context.Context, rc *stages.RunContext) error {
 }
 
 func TestStateDirSurvivesFailureAndGoesAfterSuccess(t *testing.T) {
-	attempts := 0
-	stages.Register(resumeKind{attempts: &attempts})
+	attempts, tmp := 0, ""
+	stages.Register(resumeKind{attempts: &attempts, tmp: &tmp})
 	root := t.TempDir()
 	eng := &stages.Engine{
 		Store:     cache.NewMem(),
@@ -108,5 +122,13 @@ func TestStateDirSurvivesFailureAndGoesAfterSuccess(t *testing.T) {
 	}
 	if attempts != 2 {
 		t.Fatalf("%d attempts, want 2", attempts)
+	}
+	// The temporary directory (job files, a command's TMPDIR) is under
+	// the work root, never the system's, and gone after the stage.
+	if rel, err := filepath.Rel(eng.WorkRoot, tmp); err != nil || strings.HasPrefix(rel, "..") {
+		t.Errorf("RunContext.Tmp %q is not under the work root %q", tmp, eng.WorkRoot)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("RunContext.Tmp %q is still there after the stage (err %v)", tmp, err)
 	}
 }

@@ -69,7 +69,7 @@ func benchEnvLine(r *dragon.BenchReport) string {
 	if wp == "" {
 		wp = "(unset: libgomp spins)"
 	}
-	return fmt.Sprintf("OPENBLAS_CORETYPE=%s OMP_WAIT_POLICY=%s threads=%d libtorch=%s denormals_flushed=%v malloc_tuned=%v",
+	return fmt.Sprintf("OPENBLAS_CORETYPE=%s omp_wait_policy=%s threads=%d libtorch=%s denormals_flushed=%v malloc_tuned=%v",
 		ct, wp, r.Runtime.Threads, r.Runtime.Libtorch, r.Runtime.DenormalsFlushed, r.Runtime.MallocTuned)
 }
 

@@ -54,10 +54,8 @@ func runDragon(ctx context.Context, e *env, args []string) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &ee) && ee.Signaled():
-		return withCode(128+int(ee.Signal), nil)
 	case errors.As(err, &ee):
-		return withCode(ee.Code, nil)
+		return withCode(ee.Status(), nil)
 	}
 	return withCode(exitFailure, fmt.Errorf("running %s: %w", path, err))
 }

@@ -293,6 +293,15 @@ type ExitError struct {
 // Signaled reports whether a signal ended the command.
 func (e *ExitError) Signaled() bool { return e.Signal != 0 }
 
+// Status is the exit status as a shell reports it: Code, or 128+N for a
+// command killed by signal N.
+func (e *ExitError) Status() int {
+	if e.Signaled() {
+		return 128 + int(e.Signal)
+	}
+	return e.Code
+}
+
 func (e *ExitError) Error() string {
 	if e.Signaled() {
 		return "killed by signal " + e.Signal.String()

@@ -102,6 +102,8 @@ func TestExitStatus(t *testing.T) {
 				t.Fatalf("Wait: %v, want an ExitError", err)
 			case ee.Code != tc.code || ee.Signal != tc.sig:
 				t.Fatalf("Wait: code %d signal %v, want %d %v", ee.Code, ee.Signal, tc.code, tc.sig)
+			case tc.sig != 0 && ee.Status() != 128+int(tc.sig), tc.sig == 0 && ee.Status() != tc.code:
+				t.Fatalf("Status() = %d for code %d signal %v", ee.Status(), tc.code, tc.sig)
 			}
 			if strings.Contains(tc.script, "echo") && (out.String() != "out\n" || errb.String() != "err\n") {
 				t.Errorf("stdout %q stderr %q, want \"out\\n\" \"err\\n\"", out.String(), errb.String())

@@ -4,6 +4,7 @@ package torchrt
 
 import (
 	"os"
+	"strings"
 	"syscall"
 
 	"dragonx/internal/torchbin"
@@ -28,13 +29,16 @@ func init() {
 	os.Unsetenv(torchbin.WaitPolicyVar) // not what libgomp runs with
 }
 
-// WaitPolicy is the OpenMP wait policy the process started with
-// (OMP_WAIT_POLICY, and GOMP_SPINCOUNT when set); "" is libgomp's default,
-// which spins.
+// WaitPolicy is the OpenMP wait policy the process started with:
+// OMP_WAIT_POLICY's value, then GOMP_SPINCOUNT=N when that is set ("PASSIVE",
+// "GOMP_SPINCOUNT=1000"); "" is libgomp's default, which spins.
 func WaitPolicy() string {
-	p := os.Getenv(torchbin.WaitPolicyVar)
-	if n := os.Getenv(torchbin.SpinCountVar); n != "" {
-		p += " " + torchbin.SpinCountVar + "=" + n
+	var parts []string
+	if p := os.Getenv(torchbin.WaitPolicyVar); p != "" {
+		parts = append(parts, p)
 	}
-	return p
+	if n := os.Getenv(torchbin.SpinCountVar); n != "" {
+		parts = append(parts, torchbin.SpinCountVar+"="+n)
+	}
+	return strings.Join(parts, " ")
 }

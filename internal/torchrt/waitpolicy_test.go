@@ -29,7 +29,7 @@ func TestWaitPolicy(t *testing.T) {
 		want string
 	}{
 		{nil, "PASSIVE"},
-		{[]string{"GOMP_SPINCOUNT=1000"}, " GOMP_SPINCOUNT=1000"},
+		{[]string{"GOMP_SPINCOUNT=1000"}, "GOMP_SPINCOUNT=1000"},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestWaitPolicy$", "-test.v")
 		for _, kv := range os.Environ() {

@@ -139,10 +139,7 @@ func RunTask(ctx context.Context, dir string, i int) (*Marker, error) {
 		if !errors.As(err, &ee) {
 			return nil, fmt.Errorf("cluster: shard %d: %w", i, err)
 		}
-		m.ExitCode = ee.Code
-		if ee.Signaled() {
-			m.ExitCode = 128 + int(ee.Signal)
-		}
+		m.ExitCode = ee.Status()
 	}
 	return m, writeMarker(dir, m)
 }

@@ -582,17 +582,17 @@ func (a *analyser) trainingSection() error {
 	st := a.sp.Style
 	t := reports.Table{Caption: "Training at a glance", Header: []string{"stage", "figure", "value"}}
 	if d := a.in.sft; d != nil {
-		loss := d.loss.cols["loss"]
+		loss := d.loss.Cols["loss"]
 		if loss == nil {
 			return fmt.Errorf("sft loss.csv has no loss column")
 		}
 		train := plots.Series{Name: "train"}
 		val := plots.Series{Name: "validation"}
-		for i, s := range d.loss.steps {
+		for i, s := range d.loss.Steps {
 			if !math.IsNaN(loss[i]) {
 				train.X, train.Y = append(train.X, s), append(train.Y, loss[i])
 			}
-			if ev := d.loss.cols["eval_loss"]; ev != nil && !math.IsNaN(ev[i]) {
+			if ev := d.loss.Cols["eval_loss"]; ev != nil && !math.IsNaN(ev[i]) {
 				val.X, val.Y = append(val.X, s), append(val.Y, ev[i])
 			}
 		}
@@ -620,14 +620,14 @@ func (a *analyser) trainingSection() error {
 	for _, d := range a.in.rl {
 		c := d.curves
 		cols := []string{"reward_mean", "reward_std", "correct_rate", "kl"}
-		ok := len(c.steps) > 0
+		ok := len(c.Steps) > 0
 		for _, n := range cols {
-			if c.cols[n] == nil {
+			if c.Cols[n] == nil {
 				return fmt.Errorf("rl %s: curves.csv has no %s column", d.name, n)
 			}
 		}
 		if ok {
-			f, err := plots.RLCurves(c.steps, c.cols["reward_mean"], c.cols["reward_std"], c.cols["correct_rate"], c.cols["kl"], st)
+			f, err := plots.RLCurves(c.Steps, c.Cols["reward_mean"], c.Cols["reward_std"], c.Cols["correct_rate"], c.Cols["kl"], st)
 			if err != nil {
 				return fmt.Errorf("rl %s: %w", d.name, err)
 			}

@@ -62,23 +62,24 @@ type benchData struct {
 	perTask  []TaskRow
 }
 
-// curve is a CSV of numbered steps: each column by name, NaN where empty.
-type curve struct {
-	steps []float64
-	cols  map[string][]float64
+// Curve is a CSV of numbered steps (sft's loss.csv, rl's curves.csv): each
+// column by name, NaN where a cell is empty.
+type Curve struct {
+	Steps []float64
+	Cols  map[string][]float64
 }
 
 // sftData is sft's loss curve and metrics.json (kept as raw JSON where
 // only a few numbers are read).
 type sftData struct {
-	loss    *curve
+	loss    *Curve
 	metrics map[string]any
 }
 
 // rlData is one rl stage's curves and metrics.
 type rlData struct {
 	name    string
-	curves  *curve
+	curves  *Curve
 	metrics map[string]any
 }
 
@@ -259,36 +260,57 @@ func readCSV(path string, want ...string) ([][]string, map[string]int, error) {
 	return rows[1:], col, nil
 }
 
-// readCurve reads a CSV whose first column is step: every column as
-// numbers, NaN where a cell is empty.
-func readCurve(path string) (*curve, error) {
-	rows, col, err := readCSV(path, "step")
+// readCurve reads the curve file at path (ParseCurve).
+func readCurve(path string) (*Curve, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	c := &curve{cols: map[string][]float64{}}
-	for name := range col {
-		if name != "step" {
-			c.cols[name] = make([]float64, 0, len(rows))
+	defer f.Close()
+	return ParseCurve(f, path)
+}
+
+// ParseCurve reads a CSV whose first row names the columns, one of them
+// "step": every column as numbers, NaN where a cell is empty. name is what
+// its errors call it.
+func ParseCurve(r io.Reader, name string) (*Curve, error) {
+	rows, err := csv.NewReader(r).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: empty (no header)", name)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[strings.TrimSpace(h)] = i
+	}
+	if _, ok := col["step"]; !ok {
+		return nil, fmt.Errorf("%s: no column %q in the header %v", name, "step", rows[0])
+	}
+	c := &Curve{Cols: map[string][]float64{}}
+	for h := range col {
+		if h != "step" {
+			c.Cols[h] = make([]float64, 0, len(rows)-1)
 		}
 	}
-	for i, r := range rows {
-		for name, j := range col {
+	for i, r := range rows[1:] {
+		for h, j := range col {
 			v := math.NaN()
 			if j < len(r) && r[j] != "" {
 				x, err := strconv.ParseFloat(r[j], 64)
 				if err != nil {
-					return nil, fmt.Errorf("%s: row %d, %s: %w", path, i+2, name, err)
+					return nil, fmt.Errorf("%s: row %d, %s: %w", name, i+2, h, err)
 				}
 				v = x
 			}
-			if name == "step" {
+			if h == "step" {
 				if math.IsNaN(v) {
-					return nil, fmt.Errorf("%s: row %d: no step", path, i+2)
+					return nil, fmt.Errorf("%s: row %d: no step", name, i+2)
 				}
-				c.steps = append(c.steps, v)
+				c.Steps = append(c.Steps, v)
 			} else {
-				c.cols[name] = append(c.cols[name], v)
+				c.Cols[h] = append(c.Cols[h], v)
 			}
 		}
 	}

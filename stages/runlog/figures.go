@@ -4,17 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 
 	"dragonx/cache"
 	"dragonx/plots"
+	"dragonx/stages/analysis"
 	"dragonx/stages/bench"
 )
 
@@ -59,7 +58,7 @@ func Figures(ctx context.Context, store cache.Store, runs []*Entry, labels []str
 		if err != nil {
 			return nil, nil, err
 		}
-		t, v := c.series(labels[i], "loss"), c.series(labels[i], "eval_loss")
+		t, v := series(c, labels[i], "loss"), series(c, labels[i], "eval_loss")
 		if len(t.X) > 0 {
 			train = append(train, t)
 		}
@@ -92,7 +91,7 @@ func Figures(ctx context.Context, store cache.Store, runs []*Entry, labels []str
 			if err != nil {
 				return nil, nil, err
 			}
-			rw, cr := c.series(name, "reward_mean"), c.series(name, "correct_rate")
+			rw, cr := series(c, name, "reward_mean"), series(c, name, "correct_rate")
 			if len(rw.X) == 0 || len(cr.X) == 0 {
 				return nil, nil, fmt.Errorf("runlog: %s curves: no reward_mean or correct_rate column", s.Stage)
 			}
@@ -225,72 +224,23 @@ func (fr figureReader) read(d cache.Digest, what string) ([]byte, error) {
 	return b, nil
 }
 
-// curve is a CSV of numbered steps, each column by name (NaN where empty).
-type curve struct {
-	steps []float64
-	cols  map[string][]float64
-}
-
 // series returns the column's finite values against the step, named name.
-func (c *curve) series(name, col string) plots.Series {
+func series(c *analysis.Curve, name, col string) plots.Series {
 	s := plots.Series{Name: name}
-	for i, v := range c.cols[col] {
+	for i, v := range c.Cols[col] {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			s.X, s.Y = append(s.X, c.steps[i]), append(s.Y, v)
+			s.X, s.Y = append(s.X, c.Steps[i]), append(s.Y, v)
 		}
 	}
 	return s
 }
 
-func (fr figureReader) curve(d cache.Digest, what string) (*curve, error) {
+func (fr figureReader) curve(d cache.Digest, what string) (*analysis.Curve, error) {
 	b, err := fr.read(d, what)
 	if err != nil {
 		return nil, err
 	}
-	return parseCurve(b, what)
-}
-
-// parseCurve reads a CSV whose first row names the columns, one of them
-// "step".
-func parseCurve(b []byte, what string) (*curve, error) {
-	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("runlog: %s: %w", what, err)
-	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("runlog: %s is empty", what)
-	}
-	step := -1
-	c := &curve{cols: map[string][]float64{}}
-	for j, h := range rows[0] {
-		if h == "step" {
-			step = j
-		}
-	}
-	if step < 0 {
-		return nil, fmt.Errorf("runlog: %s has no step column", what)
-	}
-	for i, row := range rows[1:] {
-		for j, h := range rows[0] {
-			v := math.NaN()
-			if j < len(row) && row[j] != "" {
-				x, err := strconv.ParseFloat(row[j], 64)
-				if err != nil {
-					return nil, fmt.Errorf("runlog: %s: row %d, %s: %w", what, i+2, h, err)
-				}
-				v = x
-			}
-			if j == step {
-				if math.IsNaN(v) {
-					return nil, fmt.Errorf("runlog: %s: row %d has no step", what, i+2)
-				}
-				c.steps = append(c.steps, v)
-			} else {
-				c.cols[h] = append(c.cols[h], v)
-			}
-		}
-	}
-	return c, nil
+	return analysis.ParseCurve(bytes.NewReader(b), "runlog: "+what)
 }
 
 func (fr figureReader) attempts(d cache.Digest, what string) ([]bench.Attempt, error) {

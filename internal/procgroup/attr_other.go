@@ -14,3 +14,7 @@ const parentDeathSignal = syscall.SIGUSR2
 func supervisorAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+// groupAlive says whether a process of group pgid can still be signalled
+// (a zombie counts until it is reaped).
+func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }

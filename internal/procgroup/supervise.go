@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // init turns this process into a supervisor when it was started as one
@@ -84,8 +85,9 @@ func supervise(argv []string) int {
 		select {
 		case <-done:
 			// Whatever the command left in its group (a shell's
-			// background jobs) ends with it.
+			// background jobs) ends with it, before Wait returns.
 			killGroup()
+			awaitGroupGone(pgid, groupGoneWait)
 			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 			if ws.Signaled() {
 				report("signal %d", int(ws.Signal()))
@@ -112,6 +114,20 @@ func supervise(argv []string) int {
 			}
 			_ = syscall.Kill(-pgid, sig)
 		}
+	}
+}
+
+// groupGoneWait bounds how long the supervisor waits, after killing what
+// the command left in its group, for the kernel to take those processes
+// down (SIGKILL is delivered asynchronously).
+const groupGoneWait = 5 * time.Second
+
+// awaitGroupGone polls until no process of the group pgid is running
+// (groupAlive) or max has passed.
+func awaitGroupGone(pgid int, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for groupAlive(pgid) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -83,6 +83,9 @@ func (cc *compiler) binary(ctx context.Context, c *cache, src string) (path stri
 	return path, false, nil
 }
 
+// etxtbsyTries bounds the restarts of a program found "text file busy".
+const etxtbsyTries = 20
+
 // command returns the command of path with args in a process group of
 // its own (blobcache.Command).
 func command(ctx context.Context, path string, args ...string) *exec.Cmd {
@@ -105,16 +108,29 @@ func (g *Gate) run(ctx context.Context, what, path string, in []byte, args ...st
 	cpu := max(g.opts.CPUTime.Truncate(time.Second), time.Second)
 	rctx, cancel := context.WithTimeout(ctx, g.opts.RunTimeout)
 	defer cancel()
-	cmd := command(rctx, path, args...)
-	cmd.Env = []string{
-		fmt.Sprintf("DX_CPU_SECONDS=%d", int64(cpu/time.Second)),
-		fmt.Sprintf("DX_MEMORY_BYTES=%d", g.opts.MaxMemory+AddressSpaceSlack),
-	}
-	cmd.Stdin = bytes.NewReader(in)
 	var out bytes.Buffer
 	var stderr tailBuffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	err := cmd.Run()
+	var err error
+	for try := 0; ; try++ {
+		cmd := command(rctx, path, args...)
+		cmd.Env = []string{
+			fmt.Sprintf("DX_CPU_SECONDS=%d", int64(cpu/time.Second)),
+			fmt.Sprintf("DX_MEMORY_BYTES=%d", g.opts.MaxMemory+AddressSpaceSlack),
+		}
+		cmd.Stdin = bytes.NewReader(in)
+		out.Reset()
+		stderr = tailBuffer{}
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		err = cmd.Run()
+		// A program just written by this process can be "text file busy"
+		// for a moment: a child forked by another goroutine still holds
+		// the write descriptor until it execs (golang/go#22315). Not a
+		// verdict: start it again.
+		if !errors.Is(err, syscall.ETXTBSY) || try == etxtbsyTries || rctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * 5 * time.Millisecond)
+	}
 	if err == nil {
 		return out.Bytes(), nil
 	}

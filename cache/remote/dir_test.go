@@ -7,25 +7,11 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"dragonx/cache"
 	"dragonx/cache/remote"
+	"dragonx/internal/safeio/safeiotest"
 )
-
-// within runs f and fails the test if it takes more than a few seconds: a
-// remote that blocks on a planted named pipe must fail the test, not hang
-// the suite.
-func within(t *testing.T, what string, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s blocked for 10s", what)
-	}
-}
 
 // TestDirOddEntries plants what the protocol never writes where entries
 // belong (a named pipe, a directory, a symbolic link): each is skipped as
@@ -58,24 +44,24 @@ func TestDirOddEntries(t *testing.T) {
 				if err := plant(p); err != nil {
 					t.Skip(err)
 				}
-				within(t, "Fetch", func() {
+				safeiotest.NoHang(t, func() {
 					_, err := remote.NewClient(r, b, remote.ClientOptions{}).Fetch(ctx, m.Key)
 					var me *cache.MissError
 					if !errors.As(err, &me) || me.Reason == nil || errors.Is(err, remote.ErrUnavailable) {
 						t.Fatalf("Fetch = %v, want a miss with a reason (reported), not an unavailable remote", err)
 					}
 				})
-				within(t, "Ping", func() {
+				safeiotest.NoHang(t, func() {
 					if err := remote.NewClient(r, b, remote.ClientOptions{}).Ping(ctx); err != nil {
 						t.Errorf("Ping = %v", err)
 					}
 				})
-				within(t, "Push", func() {
+				safeiotest.NoHang(t, func() {
 					if pushed, err := remote.NewClient(r, a, remote.ClientOptions{}).Push(ctx, m.Key); err != nil || !pushed {
 						t.Fatalf("Push over the odd entry = %v, %v; want it replaced", pushed, err)
 					}
 				})
-				within(t, "Fetch after the push", func() {
+				safeiotest.NoHang(t, func() {
 					if _, err := remote.NewClient(r, b, remote.ClientOptions{}).Fetch(ctx, m.Key); err != nil {
 						t.Errorf("Fetch after the push = %v", err)
 					}

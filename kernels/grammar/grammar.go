@@ -50,6 +50,36 @@
 // warp_execution block): those are left to the verdict. Nor does it
 // cover the other postprocessors (DisallowDynamicLoop).
 //
+// # Decision streams
+//
+// Most of a script's tokens are forced: the grammar without options
+// allows exactly one token there. A script's decision stream keeps the
+// others, the tokens at the positions where the grammar without options
+// allows more than one, then one <eos> (if <eos> itself was a choice, it
+// is that one). Given the workload it is lossless: Expand re-inserts the
+// forced tokens, Compact is its inverse. Thread limits (WithThreadLimits)
+// narrow what is allowed at a kept position, never which positions are
+// kept, so a grammar built with them gives the same streams (and Expand
+// accepts a stream outside the limits: that is the verdict's business).
+// Each token of a number of several tokens is a position of its own. In
+// GMM/0's script of testdata/decisions.golden, the line
+//
+//	Split l1 (SamplePerfectTile l1 | 5 64 = [8 16 1 1 1]) | 1 0
+//
+// holds two decisions, 8 and 16 (the extent 128 is used up: the 1s are
+// forced), and the whole script of 310 tokens is the stream
+//
+//	8 16 2 64 8 1 0 2 4 <eos>
+//
+// StartDecisions returns a DecisionState that follows a stream for
+// constrained decoding: Next(prefix) feeds the stream's new tokens, with
+// the forced ones before each, and returns the tokens allowed at the next
+// decision, the grammar's options applied. (A State of a grammar built
+// WithThreadLimits keeps, marked, the sketches the limits rule out (at New
+// or after a decision) and the values they filter out, so that it also
+// knows what the grammar without options allows: one State, one replay of
+// each line.)
+//
 // # Use
 //
 // A Grammar is built once per workload (New) and is safe for concurrent

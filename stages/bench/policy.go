@@ -10,7 +10,6 @@ import (
 
 	"dragonx/dragon"
 	"dragonx/kernels/judge"
-	"dragonx/stages/sft"
 )
 
 // RowSeed is the seed of one attempt's random stream: a hash of the stage's
@@ -109,11 +108,8 @@ func (r *run) policy(ctx context.Context, ld Loader, p Policy, mode string) erro
 		all := append(greedy, warm...)
 		results := make([]*judge.Result, len(all))
 		if err := parallel(ctx, len(all), r.sp.Threads, func(ctx context.Context, i int) error {
-			w, err := r.js.workload(all[i].task)
-			if err != nil {
-				return err
-			}
-			results[i], err = w.judge.Judge(ctx, all[i].sample.Tokens)
+			var err error
+			results[i], err = r.judgeSample(ctx, all[i].task, mode, all[i].sample.Tokens)
 			return err
 		}); err != nil {
 			return err
@@ -165,8 +161,9 @@ func noteStop(a *Attempt, err error) {
 }
 
 // sampleBatch samples one batch of rows with opts under decoding mode (the
-// workloads' script grammars unless unconstrained; every mode is bounded
-// by the rows' MaxNew) and keeps each row's sample.
+// workloads' script grammars, as the constraint of the run's format,
+// unless unconstrained; every mode is bounded by the rows' MaxNew) and
+// keeps each row's sample.
 func (r *run) sampleBatch(ctx context.Context, m Model, batch []*policyRow, mode string, opts dragon.SampleOptions) error {
 	rows := make([]dragon.SampleRow, len(batch))
 	for k, pr := range batch {
@@ -175,7 +172,7 @@ func (r *run) sampleBatch(ctx context.Context, m Model, batch []*policyRow, mode
 	if constrained, gpuLimits := decodingFlags(mode); constrained {
 		cons := make([]dragon.RowConstraint, len(batch))
 		for k, pr := range batch {
-			cons[k] = sft.GrammarConstraint(r.grammar(ctx, pr.task, gpuLimits))
+			cons[k] = r.format.Constraint(r.grammar(pr.task, gpuLimits))
 		}
 		opts.RowConstraint = func(row int, prompt, generated []int, allow []bool) error {
 			return cons[row](row, prompt, generated, allow)

@@ -90,6 +90,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 			return err
 		}
 	}
+	format := sft.FormatScript
 	if sp.Files["heldout"] != "" {
 		if voc == nil {
 			return errors.New("heldout.jsonl without a vocabulary file")
@@ -104,6 +105,9 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 			return err
 		}
 		if err := AttachPrompts(tasks, held); err != nil {
+			return err
+		}
+		if format, err = sft.HeldoutFormat(held); err != nil {
 			return err
 		}
 	}
@@ -141,7 +145,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 	}
 	defer st.close()
 
-	r := &run{sp: sp, tasks: tasks, voc: voc, js: js, st: st, logf: logf, rep: env.Progress, dir: j.Dir, grammars: map[grammarKey]*sft.LazyGrammar{},
+	r := &run{sp: sp, tasks: tasks, voc: voc, format: format, js: js, st: st, logf: logf, rep: env.Progress, dir: j.Dir, grammars: sft.NewGrammars(ctx, voc, sp.Seed),
 		total: len(tasks) * len(entriesOf(sp))}
 	r.done = st.count()
 	logf("%d construction tasks and %d refinement prompts; %d policies, decoding %v, baselines %v; target %s (%s); %d groups done before", countKind(tasks, KindConstruction), countKind(tasks, KindRefinement), len(sp.Policies), sp.Modes(), sp.Baselines, sp.Target, js.source, r.done)
@@ -279,22 +283,19 @@ func modeSuffix(mode string) string {
 	return " (" + mode + ") "
 }
 
-// grammarKey names a workload's grammar with or without the thread limits.
-type grammarKey struct {
-	hash      string
-	gpuLimits bool
-}
-
 // run is one benchmark run's state.
 type run struct {
 	sp    Spec
 	tasks []*Task
 	voc   *vocab.Vocab
-	js    *judges
-	st    *state
-	logf  func(string, ...any)
-	rep   progress.Reporter
-	dir   string
+	// format is the format the policies write (heldout.jsonl's), and the
+	// one random_walk walks in.
+	format sft.Format
+	js     *judges
+	st     *state
+	logf   func(string, ...any)
+	rep    progress.Reporter
+	dir    string
 
 	mu          sync.Mutex
 	done, total int
@@ -304,23 +305,31 @@ type run struct {
 
 	// grammars are the workloads' script grammars, built on first use,
 	// shared by the policies and random_walk.
-	grammarsMu sync.Mutex
-	grammars   map[grammarKey]*sft.LazyGrammar
+	grammars *sft.Grammars
 }
 
 // grammar returns the script grammar of t's workload, with the thread
 // limits with gpuLimits: the mask the policies sample under and
-// random_walk walks under.
-func (r *run) grammar(ctx context.Context, t *Task, gpuLimits bool) *sft.LazyGrammar {
-	r.grammarsMu.Lock()
-	defer r.grammarsMu.Unlock()
-	k := grammarKey{t.Hash, gpuLimits}
-	lg, ok := r.grammars[k]
-	if !ok {
-		lg = sft.NewLazyGrammar(ctx, t.Spec, "held-out "+t.Name(), r.voc, r.sp.Seed, sft.GrammarOptions(gpuLimits)...)
-		r.grammars[k] = lg
+// random_walk walks under, and what expands a decision stream.
+func (r *run) grammar(t *Task, gpuLimits bool) *sft.LazyGrammar {
+	return r.grammars.Of(t.Spec, "held-out "+t.Name(), gpuLimits)
+}
+
+// judgeSample judges the tokens a policy (or random_walk) wrote at task t
+// under decoding mode, in the run's format (sft.Format.Judge: a decision
+// stream is expanded with the grammar of the mode, or the plain one
+// unconstrained).
+func (r *run) judgeSample(ctx context.Context, t *Task, mode string, toks []int) (*judge.Result, error) {
+	w, err := r.js.workload(t)
+	if err != nil {
+		return nil, err
 	}
-	return lg
+	var lg *sft.LazyGrammar
+	if r.format == sft.FormatDecisions {
+		_, gpuLimits := decodingFlags(mode)
+		lg = r.grammar(t, gpuLimits)
+	}
+	return r.format.Judge(ctx, w.judge, lg, toks)
 }
 
 // progress reports a finished group of name's, with that entry's ETA.

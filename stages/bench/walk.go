@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"dragonx/dragon"
-	"dragonx/stages/sft"
 )
 
 // DecisionFreeFamilies are the workload families whose scripts pass the
@@ -46,19 +45,15 @@ func (r *run) walks(ctx context.Context, mode string) error {
 		if err != nil {
 			return err
 		}
-		w, err := r.js.workload(t)
-		if err != nil {
-			return err
-		}
-		lg := r.grammar(ctx, t, gpuLimits)
+		lg := r.grammar(t, gpuLimits)
 		var atts []*Attempt
 		n := 0
 		for k := range r.sp.rowsPerTask() {
-			toks, stop := walk(sft.GrammarConstraint(lg), r.voc.VocabSize(), r.sp.MaxNew, RowSeed(r.sp.Seed, name, t.Kind, t.Index, k))
+			toks, stop := walk(r.format.Constraint(lg), r.voc.VocabSize(), r.sp.MaxNew, RowSeed(r.sp.Seed, name, t.Kind, t.Index, k))
 			if stop != nil && ctx.Err() != nil {
 				return ctx.Err()
 			}
-			res, err := w.judge.Judge(ctx, toks)
+			res, err := r.judgeSample(ctx, t, mode, toks)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.Name(), err)
 			}
@@ -85,9 +80,13 @@ func (r *run) walks(ctx context.Context, mode string) error {
 	return nil
 }
 
-// walk writes one script token by token, each chosen uniformly among the
-// tokens the constraint allows (the same constraint a policy samples
-// under: sft.GrammarConstraint), until <eos> or maxNew tokens. It returns
+// walk writes one script (or, under sft.DecisionConstraint, one decision
+// stream) token by token, each chosen uniformly among the tokens the
+// constraint allows (the same constraint a policy samples under), until
+// <eos> or maxNew tokens. A decision stream's walk chooses as the
+// script's does at each position with more than one token allowed, and
+// skips the forced ones, so the scripts it expands into have the script
+// walk's distribution. It returns
 // the tokens and, when the walk stopped early (the constraint failed or
 // allowed nothing), why; the tokens are then judged as a policy's
 // sample that stopped early.

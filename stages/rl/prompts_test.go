@@ -25,7 +25,7 @@ func TestPromptsAndGrammar(t *testing.T) {
 	ctx := context.Background()
 	sp := Spec{GRPO: defaultGRPO(), ConstructionShare: 0.5, Seed: 1, Constrained: true}
 	sp.GRPO.MaxNew = 400
-	ps, dropped := prompts(ctx, sp, tasks, voc, 600)
+	ps, dropped := prompts(sp, tasks, grammars(ctx, sp, voc), 600)
 	// Refinement prompts are 359, 397 and 481 tokens: each leaves less
 	// than 400 of a 600-token context; none is dropped.
 	if len(ps) != 6 || dropped != 0 {
@@ -37,7 +37,7 @@ func TestPromptsAndGrammar(t *testing.T) {
 			t.Errorf("prompt %s of %d tokens: max_new %d (want %d), constraint %v", p.ID, len(p.Tokens), p.MaxNew, want, p.Constraint != nil)
 		}
 	}
-	if _, dropped := prompts(ctx, sp, tasks, voc, 300); dropped != 3 {
+	if _, dropped := prompts(sp, tasks, grammars(ctx, sp, voc), 300); dropped != 3 {
 		t.Errorf("context 300: %d dropped; want the 3 refinement prompts", dropped)
 	}
 
@@ -115,7 +115,7 @@ func TestPromptsGPULimits(t *testing.T) {
 	threadsRejected := func(limits bool) int {
 		sp := Spec{GRPO: defaultGRPO(), ConstructionShare: 0.5, Seed: 1, Constrained: true, GPULimits: limits}
 		sp.GRPO.MaxNew = 2000
-		ps, _ := prompts(ctx, sp, tasks, voc, 4000)
+		ps, _ := prompts(sp, tasks, grammars(ctx, sp, voc), 4000)
 		n := 0
 		for _, p := range ps {
 			var spec *Task

@@ -16,6 +16,7 @@ import (
 	"dragonx/kernels/numeric"
 	"dragonx/kernels/verdict"
 	"dragonx/kernels/vocab"
+	"dragonx/stages/sft"
 )
 
 // RewarderOptions configure a Rewarder.
@@ -28,6 +29,10 @@ type RewarderOptions struct {
 	// Workers is how many samples are judged at once; 0 means GOMAXPROCS
 	// (1 for target cuda: one GPU measures one program at a time).
 	Workers int
+	// Grammar returns the grammar a decisions-format task's samples
+	// expand with (sft.Format.Expand): the one they were sampled under,
+	// or the plain one. Needed only with such tasks.
+	Grammar func(Task) *sft.LazyGrammar
 }
 
 // Rewarder judges the samples of the training tasks (kernels/judge, one
@@ -75,6 +80,9 @@ func (rw *Rewarder) TakeLogs() []SampleLog {
 type taskJudge struct {
 	task  Task
 	judge *judge.Judge
+	// grammar expands a decisions-format task's samples (nil in script
+	// format).
+	grammar *sft.LazyGrammar
 	// baseJudge judges the baseline script (nil when the bonus needs no
 	// baseline).
 	baseJudge *judge.Judge
@@ -194,7 +202,14 @@ func NewRewarder(ctx context.Context, spec RewardSpec, tasks []Task, opts Reward
 			}
 			byWorkload[key] = js
 		}
-		rw.tasks[t.ID] = &taskJudge{task: t, judge: js.sample, baseJudge: js.base}
+		tj := &taskJudge{task: t, judge: js.sample, baseJudge: js.base}
+		if t.Format == sft.FormatDecisions {
+			if opts.Grammar == nil {
+				return nil, fmt.Errorf("rl: task %s is in decisions format, and the rewarder has no grammar to expand its samples with", t.ID)
+			}
+			tj.grammar = opts.Grammar(t)
+		}
+		rw.tasks[t.ID] = tj
 	}
 	return rw, nil
 }
@@ -263,7 +278,8 @@ func (rw *Rewarder) Baseline(ctx context.Context, id string) (*Baseline, string,
 }
 
 // Judge judges the samples of a task (the ids each generated after the
-// prompt) in parallel and scores the group.
+// prompt; in decisions format, the scripts their streams expand into) in
+// parallel and scores the group.
 func (rw *Rewarder) Judge(ctx context.Context, id string, samples [][]int) ([]SampleLog, error) {
 	tj, ok := rw.tasks[id]
 	if !ok {
@@ -275,7 +291,7 @@ func (rw *Rewarder) Judge(ctx context.Context, id string, samples [][]int) ([]Sa
 	}
 	results := make([]*judge.Result, len(samples))
 	err = rw.parallel(ctx, len(samples), func(i int) error {
-		r, err := tj.judge.Judge(ctx, samples[i])
+		r, err := tj.task.Format.Judge(ctx, tj.judge, tj.grammar, samples[i])
 		results[i] = r
 		return err
 	})

@@ -133,6 +133,13 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	if err != nil {
 		return err
 	}
+	format, err := sft.HeldoutFormat(held)
+	if err != nil {
+		return err
+	}
+	if err := sft.SameFormat(tasks[0].Format, format); err != nil {
+		return err
+	}
 
 	rt, err := dragon.NewRuntime(dragon.RuntimeOptions{Threads: sp.Threads, Seed: sp.Seed})
 	if err != nil {
@@ -157,7 +164,8 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 		return fmt.Errorf("the sft checkpoint's tokenizer %s is not the vocabulary's %s", got, voc.Identity())
 	}
 	mcfg := sftModel.Config()
-	ps, dropped := prompts(ctx, sp, tasks, voc, mcfg.Context)
+	grammarOf := grammars(ctx, sp, voc)
+	ps, dropped := prompts(sp, tasks, grammarOf, mcfg.Context)
 	if len(ps) == 0 {
 		return fmt.Errorf("no training prompt fits the context of %d tokens (%d tasks)", mcfg.Context, len(tasks))
 	}
@@ -168,7 +176,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 		return err
 	}
 	defer os.RemoveAll(gateDir)
-	rw, err := NewRewarder(ctx, sp.Reward, tasks, RewarderOptions{Vocab: voc, Numeric: numeric.Options{CacheDir: gateDir, Seed: uint64(sp.Seed)}})
+	rw, err := NewRewarder(ctx, sp.Reward, tasks, RewarderOptions{Vocab: voc, Numeric: numeric.Options{CacheDir: gateDir, Seed: uint64(sp.Seed)}, Grammar: grammarOf})
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,8 @@ type Task struct {
 	// Best is the fastest target script of the dataset's examples of the
 	// workload, construction and refinement alike.
 	Best *dataset.Script
+	// Format is the format the policy answers the prompt in (its record's).
+	Format sft.Format
 }
 
 // Task kinds, as in train.jsonl.
@@ -93,6 +95,10 @@ func MatchTasks(recs []sft.TrainRecord, cons []dataset.Entry[dataset.Constructio
 	for _, r := range refs {
 		keepBest(r.Value.Hash, &r.Value.Target)
 	}
+	format, err := sft.TrainFormat(recs)
+	if err != nil {
+		return nil, err
+	}
 	tasks := make([]Task, len(recs))
 	for i, rec := range recs {
 		var w dataset.Workload
@@ -110,7 +116,7 @@ func MatchTasks(recs []sft.TrainRecord, cons []dataset.Entry[dataset.Constructio
 				i+1, rec.Task, short(rec.Hash), kind, line, short(w.Hash))
 		}
 		tasks[i] = Task{ID: fmt.Sprintf("%s/%d", kind, index), Kind: kind, Hash: w.Hash, Family: w.Family, Spec: w.Spec,
-			Prompt: rec.Prompt, Source: src, Best: best[w.Hash]}
+			Prompt: rec.Prompt, Source: src, Best: best[w.Hash], Format: format}
 	}
 	return tasks, nil
 }

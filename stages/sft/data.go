@@ -21,6 +21,8 @@ type TrainRecord struct {
 	Family string `json:"family"`
 	Prompt []int  `json:"prompt"`
 	Target []int  `json:"target"`
+	// Format is the target's format ("script" when absent; see Format).
+	Format string `json:"format,omitempty"`
 }
 
 // HeldoutRecord is one line of heldout.jsonl: a held-out task's prompt and
@@ -40,6 +42,9 @@ type HeldoutRecord struct {
 	LatencySource     string   `json:"latency_source,omitempty"`
 	// Source is a refinement prompt's existing script and its latency.
 	Source *SourceScript `json:"source,omitempty"`
+	// Format is the format the policy writes its answer in ("script" when
+	// absent; see Format).
+	Format string `json:"format,omitempty"`
 }
 
 // SourceScript is the existing script of a refinement prompt.
@@ -107,7 +112,8 @@ func checkIDs(what string, ids []int, vocabSize int) error {
 }
 
 // ReadTrain reads train.jsonl: every record must have a task, a hash, a
-// non-empty prompt and target, and ids inside the vocabulary.
+// non-empty prompt and target, ids inside the vocabulary, and the format
+// of the others.
 func ReadTrain(r io.Reader, name string, vocabSize int) ([]TrainRecord, error) {
 	var out []TrainRecord
 	err := readJSONLines(r, name, func(line []byte, _ int) error {
@@ -134,10 +140,17 @@ func ReadTrain(r io.Reader, name string, vocabSize int) ([]TrainRecord, error) {
 		out = append(out, rec)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	if _, err := TrainFormat(out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// ReadHeldout reads heldout.jsonl.
+// ReadHeldout reads heldout.jsonl: every record in the format of the
+// others.
 func ReadHeldout(r io.Reader, name string, vocabSize int) ([]HeldoutRecord, error) {
 	var out []HeldoutRecord
 	err := readJSONLines(r, name, func(line []byte, _ int) error {
@@ -160,7 +173,13 @@ func ReadHeldout(r io.Reader, name string, vocabSize int) ([]HeldoutRecord, erro
 		out = append(out, rec)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	if _, err := HeldoutFormat(out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // inValidation says whether the examples of a workload (by its hash) are held

@@ -17,9 +17,6 @@ import (
 	"dragonx/stages/job"
 )
 
-// eosID is <eos>, always id 1 in kernels/vocab.
-const eosID = 1
-
 // sampleBatch is how many held-out prompts are decoded together.
 const sampleBatch = 8
 
@@ -40,7 +37,8 @@ func heldoutTasks(held []HeldoutRecord, n int) []HeldoutRecord {
 
 // evaluate samples one greedy continuation per held-out task (stopping at
 // <eos>, at most max_new tokens; under the workload's script grammar with
-// eval.constrained) and judges it. It returns the samples, the
+// eval.constrained) and judges it (a decisions-format one as the script
+// its stream expands into). It returns the samples, the
 // judge's phases, the sampling time and the tokens generated.
 func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []HeldoutRecord, sp Spec, env *job.Env, logf func(string, ...any)) ([]SampleRecord, []verdict.Phase, time.Duration, int, error) {
 	tasks := heldoutTasks(held, sp.Eval.Tasks)
@@ -83,19 +81,19 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 	}
 	// With eval.constrained, each row samples under its workload's script
 	// grammar, built once per workload on first use, with the constraint
-	// rl's training samples use.
-	grammars := map[string]*LazyGrammar{}
-	constraintOf := func(h HeldoutRecord) (dragon.RowConstraint, error) {
-		lg, ok := grammars[string(h.Workload)]
-		if !ok {
-			spec, err := specOf(h)
-			if err != nil {
-				return nil, err
-			}
-			lg = NewLazyGrammar(ctx, spec, fmt.Sprintf("held-out %s task %d", h.Task, h.Index), voc, sp.Seed, GrammarOptions(sp.Eval.GPULimits)...)
-			grammars[string(h.Workload)] = lg
+	// rl's training samples use; in decisions format the grammar also
+	// expands the streams (constrained or not) into scripts.
+	format, err := HeldoutFormat(held)
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	grammars := NewGrammars(ctx, voc, sp.Seed)
+	grammarOf := func(h HeldoutRecord) (*LazyGrammar, error) {
+		spec, err := specOf(h)
+		if err != nil {
+			return nil, err
 		}
-		return GrammarConstraint(lg), nil
+		return grammars.Of(spec, fmt.Sprintf("held-out %s task %d", h.Task, h.Index), sp.Eval.GPULimits), nil
 	}
 	// Every judge runs the same phases (same options); none without tasks.
 	var phases []verdict.Phase
@@ -135,9 +133,11 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 		for k, i := range idx {
 			prompts[k] = tasks[i].Prompt
 			if sp.Eval.Constrained {
-				if rowCons[k], err = constraintOf(tasks[i]); err != nil {
+				lg, err := grammarOf(tasks[i])
+				if err != nil {
 					return nil, nil, 0, 0, err
 				}
+				rowCons[k] = format.Constraint(lg)
 			}
 		}
 		if sp.Eval.Constrained {
@@ -158,21 +158,14 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 			if err != nil {
 				return nil, nil, 0, 0, err
 			}
-			r, err := j.Judge(ctx, s.Tokens)
-			if err != nil {
+			var lg *LazyGrammar
+			if format == FormatDecisions {
+				if lg, err = grammarOf(tasks[i]); err != nil {
+					return nil, nil, 0, 0, err
+				}
+			}
+			if err := out[i].judge(ctx, j, format, lg, voc, tasks[i], s); err != nil {
 				return nil, nil, 0, 0, err
-			}
-			out[i].Tokens, out[i].Stopped, out[i].Judgement = len(s.Tokens), s.Stopped, r
-			if s.Err != nil {
-				out[i].SampleError = s.Err.Error()
-			}
-			out[i].compare(tasks[i])
-			ids := s.Tokens
-			if s.Stopped {
-				ids = ids[:len(ids)-1]
-			}
-			if text, err := voc.Decode(ids); err == nil {
-				out[i].Script = text
 			}
 			phases = j.Phases()
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"dragonx/dragon"
 	"dragonx/kernels/grammar"
 	"dragonx/kernels/vocab"
 	"dragonx/kernels/workload"
@@ -65,41 +64,46 @@ func (l *LazyGrammar) Get() (*grammar.Grammar, error) {
 	return l.g, l.err
 }
 
-// GrammarConstraint returns a row constraint following the script grammar
-// of lg's workload, one state per row (a row's first call, with nothing
-// generated, starts its state afresh).
-func GrammarConstraint(lg *LazyGrammar) dragon.RowConstraint {
-	var mu sync.Mutex
-	states := map[int]*grammar.State{}
-	return func(row int, _, generated []int, allow []bool) error {
-		g, err := lg.Get()
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		st := states[row]
-		if st == nil || len(generated) == 0 || len(generated) < len(st.Tokens()) {
-			st = g.Start()
-			states[row] = st
-		}
-		next, err := st.Next(generated)
-		if err != nil {
-			return err
-		}
-		ok := make([]bool, len(allow))
-		for _, t := range next {
-			if t >= 0 && t < len(ok) {
-				ok[t] = true
-			}
-		}
-		for i := range allow {
-			allow[i] = allow[i] && ok[i]
-		}
-		return nil
-	}
-}
-
 // GPULimitsWithoutGrammar is the diagnostic of a stage (rl, bench) that
 // sets gpu_limits = true without constrained = true.
 const GPULimitsWithoutGrammar = "gpu_limits = true needs constrained = true: the GPU's thread limits are kept by the script grammar the samples are drawn under."
+
+// Grammars are the LazyGrammars of the workloads a stage samples for, one
+// per workload (by its hash) and thread-limits choice, made on first use:
+// the constraints and the expansion of decision streams (Format.Expand)
+// share them. It is safe for concurrent use.
+type Grammars struct {
+	ctx  context.Context
+	voc  *vocab.Vocab
+	seed int64
+
+	mu sync.Mutex
+	m  map[grammarKey]*LazyGrammar
+}
+
+// grammarKey names a workload's grammar with or without the thread limits.
+type grammarKey struct {
+	hash      string
+	gpuLimits bool
+}
+
+// NewGrammars returns an empty set of grammars, each to be built with ctx
+// and seed in vocabulary voc.
+func NewGrammars(ctx context.Context, voc *vocab.Vocab, seed int64) *Grammars {
+	return &Grammars{ctx: ctx, voc: voc, seed: seed, m: map[grammarKey]*LazyGrammar{}}
+}
+
+// Of returns the grammar of spec's scripts, within the GPU's thread limits
+// with gpuLimits (GrammarOptions); name says whose it is in errors (the
+// first caller's name for the workload).
+func (gs *Grammars) Of(spec *workload.Spec, name string, gpuLimits bool) *LazyGrammar {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	k := grammarKey{spec.Hash(), gpuLimits}
+	lg, ok := gs.m[k]
+	if !ok {
+		lg = NewLazyGrammar(gs.ctx, spec, name, gs.voc, gs.seed, GrammarOptions(gpuLimits)...)
+		gs.m[k] = lg
+	}
+	return lg
+}

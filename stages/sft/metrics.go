@@ -1,11 +1,14 @@
 package sft
 
 import (
+	"context"
 	"math"
 	"slices"
 
+	"dragonx/dragon"
 	"dragonx/kernels/judge"
 	"dragonx/kernels/verdict"
+	"dragonx/kernels/vocab"
 )
 
 // Metrics is metrics.json. Everything in it follows from the parameters and
@@ -162,8 +165,12 @@ type SampleRecord struct {
 	Stopped bool `json:"stopped"`
 	// Script is the text of the generated tokens before <eos> (also of a
 	// sample that was cut; "" when they are not text: the judgement says
-	// why).
+	// why). In decisions format it is the text of the script the stream
+	// expands into ("" when it does not: the judgement says why).
 	Script string `json:"script"`
+	// Stream is a decisions-format sample's decision stream before <eos>
+	// (Format.StreamText); absent in script format.
+	Stream string `json:"stream,omitempty"`
 	// SampleError is why sampling stopped early (a grammar that could not
 	// be built or allowed nothing, non-finite logits); the tokens before
 	// it are judged.
@@ -173,6 +180,33 @@ type SampleRecord struct {
 	Judgement *judge.Result `json:"judgement,omitempty"`
 	// Baseline is the task's baseline latency, if it has one.
 	Baseline *Baseline `json:"baseline,omitempty"`
+}
+
+// judge judges sample smp of held-out task h, written in format f (lg:
+// the workload's grammar, which expands a decision stream), with j, and
+// sets the record's sample fields and baseline.
+func (s *SampleRecord) judge(ctx context.Context, j *judge.Judge, f Format, lg *LazyGrammar, voc *vocab.Vocab, h HeldoutRecord, smp dragon.Sample) error {
+	r, err := f.Judge(ctx, j, lg, smp.Tokens)
+	if err != nil {
+		return err
+	}
+	s.Tokens, s.Stopped, s.Judgement = len(smp.Tokens), smp.Stopped, r
+	if smp.Err != nil {
+		s.SampleError = smp.Err.Error()
+	}
+	s.compare(h)
+	if f == FormatDecisions {
+		s.Script, s.Stream = r.Script, f.StreamText(voc, smp.Tokens)
+		return nil
+	}
+	ids := smp.Tokens
+	if smp.Stopped {
+		ids = ids[:len(ids)-1]
+	}
+	if text, err := voc.Decode(ids); err == nil {
+		s.Script = text
+	}
+	return nil
 }
 
 // compare sets s.Baseline from the task's baseline and the judgement.

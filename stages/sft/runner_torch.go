@@ -81,6 +81,9 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	if err != nil {
 		return err
 	}
+	if _, err := CheckFormats(recs, held); err != nil {
+		return err
+	}
 
 	rt, err := dragon.NewRuntime(dragon.RuntimeOptions{Threads: sp.Threads, Seed: sp.Seed})
 	if err != nil {

@@ -14,3 +14,4 @@ go test -run '^$' -bench 'Replay|Parse' -benchmem -cpu 1 ./kernels/trace/
 echo "== kernels: heavy checks"
 DRAGONX_HEAVY_TESTS=1 go test -run 'TVMTracesNumeric' -timeout 60m ./kernels/trace/
 DRAGONX_SCHEDULE_SEQUENCES=20000 go test -run 'RandomSchedules' -timeout 30m ./kernels/schedule/
+DRAGONX_HEAVY_TESTS=1 go test -count=1 -run '^TestWalkDecisions$' -v ./stages/bench/ | grep -E 'walks:|^(ok|FAIL|---)'

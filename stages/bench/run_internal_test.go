@@ -17,6 +17,7 @@ import (
 	"dragonx/internal/progress"
 	"dragonx/kernels/dataset"
 	kencode "dragonx/kernels/encode"
+	"dragonx/kernels/grammar"
 	"dragonx/kernels/sample"
 	"dragonx/kernels/search"
 	"dragonx/kernels/tunedb"
@@ -33,8 +34,8 @@ const testFiles = "../encode/testdata/dataset"
 // writeInputs writes the bench's inputs into dir/in: the test files,
 // heldout.jsonl encoded from them as the encode stage does, the
 // vocabulary, and a tuning database of a few design-space draws per
-// workload.
-func writeInputs(t testing.TB, dir string) {
+// workload. In decisions format, heldout.jsonl's lines say so.
+func writeInputs(t testing.TB, dir string, format sft.Format) {
 	t.Helper()
 	in := filepath.Join(dir, inputDir)
 	if err := os.MkdirAll(in, 0o755); err != nil {
@@ -76,7 +77,11 @@ func writeInputs(t testing.TB, dir string) {
 			t.Fatal(err)
 		}
 		spec, _ := w.Spec.MarshalJSON()
-		b, _ := json.Marshal(map[string]any{"task": kind, "index": i, "workload": json.RawMessage(spec), "hash": w.Hash, "family": w.Family, "prompt": ids})
+		rec := map[string]any{"task": kind, "index": i, "workload": json.RawMessage(spec), "hash": w.Hash, "family": w.Family, "prompt": ids}
+		if format == sft.FormatDecisions {
+			rec["format"] = format
+		}
+		b, _ := json.Marshal(rec)
 		held.Write(append(b, '\n'))
 	}
 	db, err := tunedb.Open(filepath.Join(in, inputFiles["db"]))
@@ -126,12 +131,16 @@ func writeInputs(t testing.TB, dir string) {
 // of the prompt's workload chosen by the row's seed (greedy rows: draw 0),
 // or, for one row in three, tokens that are no script; a policy named
 // "cut" never writes <eos>. Every row depends on its prompt and seed only.
+// With decisions, they write the script's decision stream instead.
 type fakeLoader struct {
-	voc *vocab.Vocab
+	voc       *vocab.Vocab
+	decisions bool
 
 	mu     sync.Mutex
 	rows   int
 	spaces map[string]*sample.Space
+	// grammars compact the scripts in decisions format.
+	grammars map[string]*grammar.Grammar
 	// constrained counts the rows sampled with a row constraint.
 	constrained int
 }
@@ -188,6 +197,14 @@ func (m *fakeModel) SampleRows(ctx context.Context, rows []dragon.SampleRow, opt
 			}
 			m.l.spaces[string(p.Kernel)] = sp
 		}
+		g, ok := m.l.grammars[string(p.Kernel)]
+		if !ok && m.l.decisions {
+			if g, err = grammar.New(ctx, f, m.l.voc, 1); err != nil {
+				m.l.mu.Unlock()
+				return nil, err
+			}
+			m.l.grammars[string(p.Kernel)] = g
+		}
 		m.l.mu.Unlock()
 		d, err := sp.Draw(ctx, seed, 0)
 		if err != nil {
@@ -200,6 +217,12 @@ func (m *fakeModel) SampleRows(ctx context.Context, rows []dragon.SampleRow, opt
 		ids, err := m.l.voc.Encode(string(script))
 		if err != nil {
 			return nil, err
+		}
+		if m.l.decisions {
+			if ids, err = g.Compact(append(ids, eosID)); err != nil {
+				return nil, err
+			}
+			ids = ids[:len(ids)-1]
 		}
 		if r.MaxNew > 0 && len(ids) >= r.MaxNew {
 			ids = ids[:r.MaxNew]
@@ -237,15 +260,20 @@ func runFakeShards(t *testing.T, sp Spec, stateDir string, n int) (map[string][]
 
 // runFakeLoader is runFakeShards returning the fake loader.
 func runFakeLoader(t *testing.T, sp Spec, stateDir string, n int) (map[string][]byte, *fakeLoader) {
+	return runFakeFormat(t, sp, stateDir, n, sft.FormatScript)
+}
+
+// runFakeFormat is runFakeLoader on inputs in format.
+func runFakeFormat(t *testing.T, sp Spec, stateDir string, n int, format sft.Format) (map[string][]byte, *fakeLoader) {
 	t.Helper()
 	dir := t.TempDir()
-	writeInputs(t, dir)
+	writeInputs(t, dir, format)
 	spec, err := json.Marshal(sp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	voc, _ := vocab.Default()
-	ld := &fakeLoader{voc: voc, spaces: map[string]*sample.Space{}}
+	ld := &fakeLoader{voc: voc, spaces: map[string]*sample.Space{}, grammars: map[string]*grammar.Grammar{}, decisions: format == sft.FormatDecisions}
 	var log bytes.Buffer
 	j := &job.Job{Kind: "bench", Version: Version, Spec: spec, Dir: dir, StateDir: stateDir, Shards: 1}
 	newLoader := func(int, int64, func(string, ...any)) (Loader, error) { return ld, nil }
@@ -601,4 +629,67 @@ func checkBatchFree(t *testing.T, sp Spec, out map[string][]byte) {
 			t.Errorf("%s differs between batch 3 / 2 threads and batch 1 / 1 thread", name)
 		}
 	}
+}
+
+// TestRunDecisions: with heldout.jsonl in decisions format, the policies
+// write decision streams (the fake models: the streams of the scripts
+// they write in script format) and are judged, in every decoding mode, as
+// the scripts the streams expand into: each attempt as the script-format
+// run's attempt of the same row, with fewer tokens; a stream that does
+// not expand (no <eos>, tokens that are no stream) fails at decode.
+// random_walk walks streams: each expands into a script of the grammar.
+func TestRunDecisions(t *testing.T) {
+	sp := testSpec()
+	sp.Decoding = slices.Clone(AllDecodings)
+	sp.Baselines = []string{BaselineRandomWalk}
+	sp.Tasks = 1
+	scriptOut, _ := runFakeFormat(t, sp, "", 1, sft.FormatScript)
+	out, ld := runFakeFormat(t, sp, "", 1, sft.FormatDecisions)
+	checkInvariants(t, sp, out, 2)
+	if perMode := 2 * 2 * sp.rowsPerTask(); ld.constrained != 2*perMode {
+		t.Errorf("%d rows sampled with a constraint; want those of the two grammar modes, %d", ld.constrained, 2*perMode)
+	}
+	key := func(a *Attempt) string {
+		return fmt.Sprintf("%s %s %s/%d #%d", a.Policy, a.Decoding, a.Task, a.Index, a.Attempt)
+	}
+	byScript := map[string]*Attempt{}
+	for _, a := range readAttempts(t, scriptOut[AttemptsFile]) {
+		byScript[key(a)] = a
+	}
+	compared, walks := 0, 0
+	for _, a := range readAttempts(t, out[AttemptsFile]) {
+		b := byScript[key(a)]
+		switch {
+		case b == nil:
+			t.Fatalf("attempt %s: none in script format", key(a))
+		case a.Policy == BaselinePrefix+BaselineRandomWalk:
+			walks++
+			if a.Phase == "decode" || a.Tokens == 0 || a.Tokens >= b.Tokens {
+				t.Errorf("walk %s: phase %s, %d tokens (the script walk's %d): %s", key(a), a.Phase, a.Tokens, b.Tokens, a.Error)
+			}
+		case a.Policy == "cut" || b.Phase == "decode" || b.Phase == "parse":
+			// No <eos>, or tokens that are no script (nor stream).
+			if a.OK || a.Phase != "decode" || !strings.Contains(a.Error, "does not expand") {
+				t.Errorf("attempt %s: %+v; want a failure at decode", key(a), a)
+			}
+		default:
+			compared++
+			ta, tb := a.Tokens, b.Tokens
+			a.Tokens, b.Tokens, a.Error, b.Error = 0, 0, "", ""
+			if ja, jb := fmt.Sprintf("%v %s %v %v", a.OK, a.Phase, ptr(a.LatencyUS), ptr(a.Speedup)), fmt.Sprintf("%v %s %v %v", b.OK, b.Phase, ptr(b.LatencyUS), ptr(b.Speedup)); ja != jb || ta >= tb {
+				t.Errorf("attempt %s: %s with %d tokens in decisions format, %s with %d in script format", key(a), ja, ta, jb, tb)
+			}
+		}
+	}
+	t.Logf("%d policy attempts compared with script format's, %d walks", compared, walks)
+	if compared == 0 || walks == 0 {
+		t.Errorf("%d policy attempts compared, %d walks", compared, walks)
+	}
+}
+
+func ptr(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"dragonx/dragon/grpo"
 	"dragonx/kernels/judge"
 	"dragonx/kernels/verdict"
 	"dragonx/kernels/vocab"
+	"dragonx/stages/sft"
 )
 
 // TestPromptsAndGrammar: the prompt list of the real tasks (max_new cut to
@@ -161,5 +163,62 @@ func TestPromptsGPULimits(t *testing.T) {
 	}
 	if threadsRejected(false) == 0 {
 		t.Error("without gpu_limits no prompt's script is rejected for its threads: the test shows nothing")
+	}
+}
+
+// TestPromptsDecisions: in decisions format each prompt samples under its
+// workload's decision-stream constraint: a row that always takes the first
+// allowed token writes the stream of the script the script-format row
+// writes (the first allowed token at each choice, the forced ones left
+// out), with and without gpu_limits.
+func TestPromptsDecisions(t *testing.T) {
+	tasks, _ := readTestTasks(t)
+	voc, err := vocab.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dtasks := slices.Clone(tasks)
+	for i := range dtasks {
+		dtasks[i].Format = sft.FormatDecisions
+	}
+	first := func(p grpo.Prompt) []int {
+		var gen []int
+		for len(gen) == 0 || gen[len(gen)-1] != 1 {
+			allow := make([]bool, voc.VocabSize())
+			for i := range allow {
+				allow[i] = true
+			}
+			if err := p.Constraint(0, p.Tokens, gen, allow); err != nil {
+				t.Fatalf("prompt %s after %d tokens: %v", p.ID, len(gen), err)
+			}
+			next := slices.Index(allow, true)
+			if next < 0 || len(gen) > 4000 {
+				t.Fatalf("prompt %s after %d tokens: nothing allowed", p.ID, len(gen))
+			}
+			gen = append(gen, next)
+		}
+		return gen
+	}
+	for _, limits := range []bool{false, true} {
+		sp := Spec{GRPO: defaultGRPO(), ConstructionShare: 0.5, Seed: 1, Constrained: true, GPULimits: limits}
+		sp.GRPO.MaxNew = 2000
+		grammarOf := grammars(ctx, sp, voc)
+		scripts, _ := prompts(sp, tasks, grammarOf, 4000)
+		streams, _ := prompts(sp, dtasks, grammarOf, 4000)
+		if len(scripts) != len(streams) || len(scripts) == 0 {
+			t.Fatalf("%d script prompts, %d stream prompts", len(scripts), len(streams))
+		}
+		for i := range scripts {
+			script, stream := first(scripts[i]), first(streams[i])
+			task := dtasks[slices.IndexFunc(dtasks, func(t Task) bool { return t.ID == streams[i].ID })]
+			got, err := task.Format.Expand(grammarOf(task), stream)
+			if err != nil {
+				t.Fatalf("gpu_limits %v, prompt %s: %v", limits, streams[i].ID, err)
+			}
+			if !slices.Equal(got, script) || len(stream) >= len(script) {
+				t.Errorf("gpu_limits %v, prompt %s: the stream (%d tokens) expands into %d tokens, not the script-format row's %d", limits, streams[i].ID, len(stream), len(got), len(script))
+			}
+		}
 	}
 }

@@ -2,9 +2,11 @@ package rl
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -256,4 +258,77 @@ func decodeText(tb testing.TB, voc *vocab.Vocab, target []int) string {
 		tb.Fatal(err)
 	}
 	return text
+}
+
+// TestRewarderDecisions: in decisions format a task's samples are decision
+// streams; the rewarder expands them with the task's grammar and scores
+// each as the script-format rewarder scores the script it expands into
+// (the tokens counted are the stream's); a stream that does not expand is
+// an incorrect sample at decode. Without a grammar the rewarder refuses
+// decisions-format tasks.
+func TestRewarderDecisions(t *testing.T) {
+	tasks, recs := readTestTasks(t)
+	ctx := context.Background()
+	voc, _ := vocab.Default()
+	spec := DefaultReward()
+	spec.Gate = GateStatic
+	normalize(&spec)
+	opts := RewarderOptions{Vocab: voc, Numeric: numeric.Options{CacheDir: t.TempDir(), Seed: 1}, Workers: 2}
+	byScript, err := NewRewarder(ctx, spec, tasks, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dtasks := slices.Clone(tasks)
+	for i := range dtasks {
+		dtasks[i].Format = sft.FormatDecisions
+	}
+	if _, err := NewRewarder(ctx, spec, dtasks, opts); err == nil || !strings.Contains(err.Error(), "no grammar") {
+		t.Fatalf("a decisions-format rewarder without grammars: %v", err)
+	}
+	gs := sft.NewGrammars(ctx, voc, 1)
+	opts.Grammar = func(t Task) *sft.LazyGrammar { return gs.Of(t.Spec, t.ID, false) }
+	byStream, err := NewRewarder(ctx, spec, dtasks, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tk := range tasks {
+		g, err := opts.Grammar(tk).Get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := recs[i].Target
+		stream, err := g.Compact(target)
+		if err != nil {
+			t.Fatalf("task %s: %v", tk.ID, err)
+		}
+		want, err := byScript.Judge(ctx, tk.ID, [][]int{target, target[:len(target)-1]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := byStream.Judge(ctx, tk.ID, [][]int{stream, stream[:len(stream)-1], {5, 6, 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].Tokens != len(stream) || !got[0].Gate {
+			t.Errorf("task %s: the stream of the target: %+v", tk.ID, got[0])
+		}
+		got[0].Tokens, want[0].Tokens = 0, 0
+		if g, w := jsonOf(t, got[0]), jsonOf(t, want[0]); g != w {
+			t.Errorf("task %s: the stream scores\n%s\nthe script\n%s", tk.ID, g, w)
+		}
+		for _, l := range got[1:] {
+			if l.Gate || l.Phase != "decode" || l.Total != spec.Incorrect["decode"] || !strings.Contains(l.Error, "does not expand") {
+				t.Errorf("task %s: a stream that does not expand: %+v", tk.ID, l)
+			}
+		}
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -113,7 +113,6 @@ func TestPromptsGPULimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	eos, _ := voc.ID(vocab.EOS)
 	threadsRejected := func(limits bool) int {
 		sp := Spec{GRPO: defaultGRPO(), ConstructionShare: 0.5, Seed: 1, Constrained: true, GPULimits: limits}
 		sp.GRPO.MaxNew = 2000
@@ -130,22 +129,7 @@ func TestPromptsGPULimits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var gen []int
-			for len(gen) == 0 || gen[len(gen)-1] != eos {
-				allow := make([]bool, voc.VocabSize())
-				for i := range allow {
-					allow[i] = true
-				}
-				if err := p.Constraint(0, p.Tokens, gen, allow); err != nil {
-					t.Fatalf("prompt %s after %d tokens: %v", p.ID, len(gen), err)
-				}
-				next := slices.Index(allow, true)
-				if next < 0 || len(gen) > 4000 {
-					t.Fatalf("prompt %s after %d tokens: nothing allowed", p.ID, len(gen))
-				}
-				gen = append(gen, next)
-			}
-			r, err := j.Judge(ctx, gen)
+			r, err := j.Judge(ctx, firstAllowed(t, p, voc.VocabSize()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,24 +166,6 @@ func TestPromptsDecisions(t *testing.T) {
 	for i := range dtasks {
 		dtasks[i].Format = sft.FormatDecisions
 	}
-	first := func(p grpo.Prompt) []int {
-		var gen []int
-		for len(gen) == 0 || gen[len(gen)-1] != 1 {
-			allow := make([]bool, voc.VocabSize())
-			for i := range allow {
-				allow[i] = true
-			}
-			if err := p.Constraint(0, p.Tokens, gen, allow); err != nil {
-				t.Fatalf("prompt %s after %d tokens: %v", p.ID, len(gen), err)
-			}
-			next := slices.Index(allow, true)
-			if next < 0 || len(gen) > 4000 {
-				t.Fatalf("prompt %s after %d tokens: nothing allowed", p.ID, len(gen))
-			}
-			gen = append(gen, next)
-		}
-		return gen
-	}
 	for _, limits := range []bool{false, true} {
 		sp := Spec{GRPO: defaultGRPO(), ConstructionShare: 0.5, Seed: 1, Constrained: true, GPULimits: limits}
 		sp.GRPO.MaxNew = 2000
@@ -210,7 +176,7 @@ func TestPromptsDecisions(t *testing.T) {
 			t.Fatalf("%d script prompts, %d stream prompts", len(scripts), len(streams))
 		}
 		for i := range scripts {
-			script, stream := first(scripts[i]), first(streams[i])
+			script, stream := firstAllowed(t, scripts[i], voc.VocabSize()), firstAllowed(t, streams[i], voc.VocabSize())
 			task := dtasks[slices.IndexFunc(dtasks, func(t Task) bool { return t.ID == streams[i].ID })]
 			got, err := task.Format.Expand(grammarOf(task), stream)
 			if err != nil {
@@ -221,4 +187,26 @@ func TestPromptsDecisions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// firstAllowed writes p's sample as row 0 under its constraint, taking the
+// first token allowed at each step, up to <eos>.
+func firstAllowed(t *testing.T, p grpo.Prompt, vocabSize int) []int {
+	t.Helper()
+	var gen []int
+	for len(gen) == 0 || gen[len(gen)-1] != 1 { // <eos>
+		allow := make([]bool, vocabSize)
+		for i := range allow {
+			allow[i] = true
+		}
+		if err := p.Constraint(0, p.Tokens, gen, allow); err != nil {
+			t.Fatalf("prompt %s after %d tokens: %v", p.ID, len(gen), err)
+		}
+		next := slices.Index(allow, true)
+		if next < 0 || len(gen) > 4000 {
+			t.Fatalf("prompt %s after %d tokens: nothing allowed", p.ID, len(gen))
+		}
+		gen = append(gen, next)
+	}
+	return gen
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"dragonx/dragon"
@@ -76,5 +77,34 @@ func TestEvalConstrained(t *testing.T) {
 	_, fig = run(false)
 	if d := fig.All.Rates["decode"]; d != 0 {
 		t.Errorf("unconstrained: decode rate %v; want 0 from an untrained model (else the test shows nothing)", d)
+	}
+
+	// In decisions format (the same prompts, said to be of that format),
+	// the constraint is the decision streams': every sample ends with
+	// <eos>, is far shorter than a script, and expands into a script of the
+	// design space, shown beside its stream; unconstrained, the untrained
+	// model's streams do not expand, and fail at decode.
+	for i := range held {
+		held[i].Format = string(FormatDecisions)
+	}
+	samples, fig = run(true)
+	for _, s := range samples {
+		r := s.Judgement
+		if r == nil || s.SampleError != "" || !s.Stopped || s.Stream == "" || s.Script == "" || s.Tokens >= 100 || r.Tokens != s.Tokens {
+			t.Fatalf("decisions, constrained %s task %d: %+v; want a short stream ended by <eos>, expanded into a script", s.Task, s.Index, s)
+		}
+		t.Logf("decisions, constrained %s task %d: %d tokens %q, judged to phase %q, ok %v", s.Task, s.Index, s.Tokens, s.Stream, r.Phase, r.OK)
+	}
+	if d, p, r := fig.All.Rates["decode"], fig.All.Rates["parse"], fig.All.Rates["replay"]; d != 1 || p != 1 || r != 1 {
+		t.Errorf("decisions, constrained: decode, parse and replay rates %v, %v, %v; want 1", d, p, r)
+	}
+	samples, fig = run(false)
+	if d := fig.All.Rates["decode"]; d != 0 {
+		t.Errorf("decisions, unconstrained: decode rate %v; want 0 from an untrained model", d)
+	}
+	for _, s := range samples {
+		if r := s.Judgement; r == nil || r.Phase != "decode" || !strings.Contains(r.Error, "does not expand") || s.Script != "" {
+			t.Errorf("decisions, unconstrained %s task %d: %+v; want a stream that does not expand", s.Task, s.Index, s)
+		}
 	}
 }

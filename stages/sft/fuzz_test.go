@@ -9,15 +9,19 @@ import (
 
 // FuzzReadTrain: any bytes give records or an error, never a panic; every
 // record returned is usable (task known, hash, non-empty prompt and
-// target, ids in the vocabulary).
+// target, ids in the vocabulary, all in one format).
 func FuzzReadTrain(f *testing.F) {
 	f.Add([]byte(`{"task":"construction","hash":"ab","family":"GMM","prompt":[3,4],"target":[5,1]}` + "\n"))
 	f.Add([]byte(`{"task":"refinement","hash":"ab","prompt":[],"target":[1]}`))
 	f.Add([]byte("\n\n{\"task\":\"x\"}\n"))
+	f.Add([]byte(`{"task":"construction","hash":"ab","prompt":[3],"target":[5,1],"format":"decisions"}` + "\n" + `{"task":"construction","hash":"ab","prompt":[3],"target":[5,1]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		recs, err := sft.ReadTrain(bytes.NewReader(b), "train.jsonl", 10)
 		if err != nil {
 			return
+		}
+		if _, err := sft.TrainFormat(recs); err != nil {
+			t.Fatalf("ReadTrain accepted records in mixed formats: %v", err)
 		}
 		for _, r := range recs {
 			if (r.Task != "construction" && r.Task != "refinement") || r.Hash == "" || len(r.Prompt) == 0 || len(r.Target) == 0 {
@@ -36,10 +40,14 @@ func FuzzReadTrain(f *testing.F) {
 func FuzzReadHeldout(f *testing.F) {
 	f.Add([]byte(`{"task":"construction","index":0,"workload":{"family":"GMM"},"hash":"ab","family":"GMM","prompt":[3,4]}` + "\n"))
 	f.Add([]byte(`{"task":"refinement","index":1,"workload":{},"prompt":[9,12]}`))
+	f.Add([]byte(`{"task":"refinement","index":1,"workload":{},"prompt":[9],"format":"decisions"}` + "\n" + `{"task":"refinement","index":2,"workload":{},"prompt":[9],"format":"script"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		recs, err := sft.ReadHeldout(bytes.NewReader(b), "heldout.jsonl", 10)
 		if err != nil {
 			return
+		}
+		if _, err := sft.HeldoutFormat(recs); err != nil {
+			t.Fatalf("ReadHeldout accepted records in mixed formats: %v", err)
 		}
 		for _, r := range recs {
 			if (r.Task != "construction" && r.Task != "refinement") || len(r.Prompt) == 0 || len(r.Workload) == 0 {

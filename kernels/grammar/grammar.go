@@ -357,6 +357,11 @@ func (st *State) Feed(tok int) error {
 		name, _ := st.g.v.Token(tok)
 		return fmt.Errorf("grammar: %w: %d (%q) after %d tokens", ErrNotAllowed, tok, name, len(st.fed))
 	}
+	return st.advance(tok)
+}
+
+// advance is Feed of a token known to be allowed.
+func (st *State) advance(tok int) error {
 	st.fed = append(st.fed, tok)
 	st.line = append(st.line, tok)
 	if st.dec != nil {

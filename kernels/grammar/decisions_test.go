@@ -14,10 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"dragonx/kernels/encode"
 	"dragonx/kernels/postproc"
 	"dragonx/kernels/sample"
-	"dragonx/kernels/verdict"
 	"dragonx/kernels/vocab"
 	"dragonx/kernels/workload"
 )
@@ -28,7 +26,6 @@ import (
 // at the positions the grammar without options does not force; a grammar
 // built with limits gives the same stream as one without.
 func TestCompactExpandRoundTrip(t *testing.T) {
-	ctx := context.Background()
 	walks := 4
 	if testing.Short() {
 		walks = 2
@@ -36,10 +33,7 @@ func TestCompactExpandRoundTrip(t *testing.T) {
 	for _, fam := range []string{"GMM", "C2D", "SFM", "NRM", "CBR", "TBG", "C3D", "DEP"} {
 		t.Run(fam, func(t *testing.T) {
 			f, v, g := setup(t, fam, 0)
-			lim, err := New(ctx, f, v, 1, WithThreadLimits())
-			if err != nil {
-				t.Fatal(err)
-			}
+			lim := limited(t, f, v)
 			eos := g.eos
 			for w := 0; w < walks; w++ {
 				for gi, wg := range []*Grammar{g, lim} {
@@ -166,10 +160,7 @@ func TestDecisionWalk(t *testing.T) {
 	for _, fam := range []string{"GMM", "C2D", "SFM", "CBR", "TBG", "C1D", "GRP", "T2D"} {
 		t.Run(fam, func(t *testing.T) {
 			f, v, g := setup(t, fam, 0)
-			lim, err := New(ctx, f, v, 1, WithThreadLimits())
-			if err != nil {
-				t.Fatal(err)
-			}
+			lim := limited(t, f, v)
 			for w := 0; w < walks; w++ {
 				for gi, wg := range []*Grammar{g, lim} {
 					stream := walkDecisions(t, wg, rand.New(rand.NewPCG(uint64(w), uint64(gi))))
@@ -270,54 +261,26 @@ func TestDecisionStateErrors(t *testing.T) {
 // postprocessors reject too) compact and expand back, with and without
 // WithThreadLimits, and a grammar with limits gives the same stream.
 func TestSampledScriptsCompact(t *testing.T) {
-	ctx := context.Background()
 	for _, fam := range []string{"GMM", "C2D", "SFM", "CBR", "TBG", "DIL"} {
 		f, v, g := setup(t, fam, 0)
-		lim, err := New(ctx, f, v, 1, WithThreadLimits())
-		if err != nil {
-			t.Fatal(err)
-		}
-		sp, err := sample.NewSpace(ctx, f, 1, sample.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss, err := sp.DrawN(ctx, 5, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, s := range ss {
-			if !s.OK() && s.Rejection.Phase == verdict.PhaseReplay {
-				continue
-			}
-			n++
-			script, err := encode.Encode(f, s.Trace)
+		lim := limited(t, f, v)
+		draws := sampledScripts(t, f, v, 8, false)
+		for _, d := range draws {
+			stream, err := g.Compact(d.toks)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%s draw %d: %v", fam, d.index, err)
 			}
-			if !s.OK() {
-				script = append(script, "EnterPostproc\n"...) // as in TestSampledScriptsAllowed
-			}
-			toks, err := v.Encode(string(script))
-			if err != nil {
-				t.Fatal(err)
-			}
-			toks = append(toks, g.eos)
-			stream, err := g.Compact(toks)
-			if err != nil {
-				t.Fatalf("%s draw %d: %v", fam, s.Index, err)
-			}
-			if ls, err := lim.Compact(toks); err != nil || !slices.Equal(ls, stream) {
-				t.Fatalf("%s draw %d: with limits %v (%v), without %v", fam, s.Index, ls, err, stream)
+			if ls, err := lim.Compact(d.toks); err != nil || !slices.Equal(ls, stream) {
+				t.Fatalf("%s draw %d: with limits %v (%v), without %v", fam, d.index, ls, err, stream)
 			}
 			for _, eg := range []*Grammar{g, lim} {
 				back, err := eg.Expand(stream)
-				if err != nil || !slices.Equal(back, toks) {
-					t.Fatalf("%s draw %d: Expand: %v", fam, s.Index, err)
+				if err != nil || !slices.Equal(back, d.toks) {
+					t.Fatalf("%s draw %d: Expand: %v", fam, d.index, err)
 				}
 			}
 		}
-		if n == 0 {
+		if len(draws) == 0 {
 			t.Errorf("%s: every draw was rejected in replay", fam)
 		}
 	}
@@ -410,10 +373,7 @@ func golden(t *testing.T, path, got string) {
 // with thread limits.
 func FuzzExpand(f *testing.F) {
 	fn, v, g := setup(f, "C2D", 0)
-	lim, err := New(context.Background(), fn, v, 1, WithThreadLimits())
-	if err != nil {
-		f.Fatal(err)
-	}
+	lim := limited(f, fn, v)
 	toBytes := func(limits bool, stream []int) []byte {
 		b := []byte{0}
 		if limits {
@@ -473,10 +433,7 @@ func BenchmarkDecisions(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			f, v, g := setup(b, fam, 0)
 			if limits != "" {
-				var err error
-				if g, err = New(context.Background(), f, v, 1, WithThreadLimits()); err != nil {
-					b.Fatal(err)
-				}
+				g = limited(b, f, v)
 			}
 			var streams, scripts [][]int
 			for seed := uint64(0); seed < 8; seed++ {
@@ -591,10 +548,7 @@ func TestOutCursors(t *testing.T) {
 		// CUDA limits can rule out. Together they allow what the first
 		// alone does.
 		f, v, g := setup(t, "GMM", 0)
-		lim, err := New(ctx, f, v, 1, WithThreadLimits())
-		if err != nil {
-			t.Fatal(err)
-		}
+		lim := limited(t, f, v)
 		sp, err := sample.NewSpace(ctx, f, 1, sample.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -634,10 +588,7 @@ func TestMultiTokenNumbers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, err := New(ctx, f, v, 1, WithThreadLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	lim := limited(t, f, v)
 	isCont := func(id int) bool {
 		s, _ := v.Token(id)
 		return strings.HasPrefix(s, "##")

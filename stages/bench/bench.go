@@ -59,7 +59,7 @@ import (
 
 // Version is the kind's version; bump it when the same parameters would give
 // different outputs.
-const Version = "4" // 2: summary.json says how the policies decoded; 3: GPU model version 2 (issue 28), attempts and summaries carry their decoding mode, random_walk (issue 27); 4: local buffers compacted per vthread (static verdict)
+const Version = "5" // 2: summary.json says how the policies decoded; 3: GPU model version 2 (issue 28), attempts and summaries carry their decoding mode, random_walk (issue 27); 4: local buffers compacted per vthread (static verdict); 5: attempts carry peak_fraction (issue 31)
 
 // Kind is the bench stage kind.
 type Kind struct{}

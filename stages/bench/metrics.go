@@ -49,6 +49,12 @@ type Attempt struct {
 	// BaselineUS/LatencyUS for an OK attempt, null otherwise.
 	BaselineUS *float64 `json:"baseline_us"`
 	Speedup    *float64 `json:"speedup"`
+	// PeakFraction is the workload's roofline time on the latency
+	// source's device (kernels/roofline) over LatencyUS, for an OK
+	// attempt with a latency from a modelled device (a model's figure,
+	// as Source says); null otherwise, and when measured on the
+	// machine's GPU (which the device table may not hold).
+	PeakFraction *float64 `json:"peak_fraction"`
 	// Tokens is the number of tokens the policy (or random_walk)
 	// generated (0 for another baseline).
 	Tokens int `json:"tokens"`

@@ -18,8 +18,10 @@ import (
 	"dragonx/internal/progress"
 	"dragonx/internal/safeio"
 	"dragonx/kernels/cudabench"
+	"dragonx/kernels/gpumodel"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/judge"
+	"dragonx/kernels/roofline"
 	"dragonx/kernels/tunedb"
 	"dragonx/kernels/verdict"
 	"dragonx/kernels/vocab"
@@ -392,6 +394,11 @@ func (r *run) attempt(name, mode string, t *Task, i int, greedy bool, res *judge
 		if res.LatencySource != "" {
 			a.Source = res.LatencySource
 		}
+		if w, err := r.js.workload(t); err == nil && w.roofline > 0 {
+			if pf, err := roofline.Fraction(w.roofline, us*1e-6); err == nil {
+				a.PeakFraction = &pf
+			}
+		}
 	}
 	a.setSpeedup()
 	return a
@@ -426,6 +433,9 @@ type judges struct {
 	opts   judge.Options
 	cuda   bool
 	source string
+	// dev is the modelled device (nil when measuring on the machine's
+	// GPU, which the device table may not hold): the roofline's.
+	dev *gpumodel.Device
 
 	mu sync.Mutex
 	m  map[string]*workloadJudge
@@ -437,6 +447,10 @@ type workloadJudge struct {
 	f     *ir.PrimFunc
 	judge *judge.Judge
 	err   error
+
+	// roofline is the workload's roofline time on the judges' device in
+	// seconds (0 without a device).
+	roofline float64
 
 	unschedOnce sync.Once
 	unsched     *judge.Result
@@ -459,6 +473,13 @@ func newJudges(sp Spec, voc *vocab.Vocab, gateDir string) (*judges, error) {
 	if l, ok := opts.Latency.(interface{ Label() string }); ok && !js.cuda {
 		js.source = l.Label()
 	}
+	if !js.cuda {
+		dev, err := gpumodel.LookupDevice(model)
+		if err != nil {
+			return nil, err
+		}
+		js.dev = &dev
+	}
 	return js, nil
 }
 
@@ -474,6 +495,11 @@ func (js *judges) workload(t *Task) (*workloadJudge, error) {
 	w.once.Do(func() {
 		if w.f, w.err = t.Spec.Build(); w.err != nil {
 			return
+		}
+		if js.dev != nil {
+			if w.roofline, w.err = rooflineSeconds(w.f, js.dev); w.err != nil {
+				return
+			}
 		}
 		opts := js.opts
 		if js.cuda {
@@ -492,4 +518,14 @@ func (js *judges) workload(t *Task) (*workloadJudge, error) {
 func (w *workloadJudge) unscheduled(ctx context.Context) (*judge.Result, error) {
 	w.unschedOnce.Do(func() { w.unsched, w.unschedErr = w.judge.JudgeScript(ctx, nil) })
 	return w.unsched, w.unschedErr
+}
+
+// rooflineSeconds is f's roofline time on dev.
+func rooflineSeconds(f *ir.PrimFunc, dev *gpumodel.Device) (float64, error) {
+	w, err := roofline.Of(f)
+	if err != nil {
+		return 0, err
+	}
+	b, err := roofline.Time(w, dev)
+	return b.Seconds, err
 }

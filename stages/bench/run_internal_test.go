@@ -301,8 +301,12 @@ func checkInvariants(t *testing.T, sp Spec, out map[string][]byte, tasks int) {
 		if a.BaselineUS == nil {
 			t.Errorf("attempt %s %s/%d: no baseline", a.Policy, a.Task, a.Index)
 		}
-		if (a.Speedup != nil) != a.OK || (a.LatencyUS != nil) != a.OK {
-			t.Errorf("attempt %s %s/%d/%d: ok %v, latency %v, speedup %v", a.Policy, a.Task, a.Index, a.Attempt, a.OK, a.LatencyUS, a.Speedup)
+		if (a.Speedup != nil) != a.OK || (a.LatencyUS != nil) != a.OK || (a.PeakFraction != nil) != a.OK {
+			t.Errorf("attempt %s %s/%d/%d: ok %v, latency %v, speedup %v, peak fraction %v", a.Policy, a.Task, a.Index, a.Attempt, a.OK, a.LatencyUS, a.Speedup, a.PeakFraction)
+		}
+		// The H100 model's latency is never below the H100's roofline.
+		if a.PeakFraction != nil && !(*a.PeakFraction > 0 && *a.PeakFraction <= 1) {
+			t.Errorf("attempt %s %s/%d/%d: peak fraction %g outside (0, 1]", a.Policy, a.Task, a.Index, a.Attempt, *a.PeakFraction)
 		}
 		if a.OK && a.Phase != string(verdict.PhaseLatency) || !a.OK && a.Error == "" {
 			t.Errorf("attempt %+v: phase %s, error %q", a, a.Phase, a.Error)

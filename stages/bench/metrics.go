@@ -147,6 +147,10 @@ type Summary struct {
 	Attempts    int     `json:"attempts"`
 	Temperature float64 `json:"temperature"`
 	Greedy      bool    `json:"greedy"`
+	// Outside names the outside task set the construction tasks are
+	// from (kernels/taskset; absent for harvest's held-out tasks): task
+	// i is the set's i-th covered task.
+	Outside string `json:"outside,omitempty"`
 	// Decoding lists the modes the policies sampled under (each policy
 	// summary says its own): "unconstrained" (any token), "grammar" (the
 	// workload's script grammar) or "grammar+gpu_limits" (the grammar
@@ -372,7 +376,7 @@ type entry struct {
 // order, then the baselines) and the judge's phases.
 func summarize(sp Spec, source string, entries []entry, phases []verdict.Phase) *Summary {
 	s := &Summary{Version: 2, Source: source, Measured: strings.HasPrefix(source, "measured"), Attempts: sp.Attempts,
-		Temperature: sp.Temperature, Greedy: sp.Greedy, Decoding: sp.Modes(), FasterDefinition: FasterDefinition,
+		Temperature: sp.Temperature, Greedy: sp.Greedy, Outside: sp.Outside, Decoding: sp.Modes(), FasterDefinition: FasterDefinition,
 		Policies: []PolicySummary{}, Comparisons: []Comparison{}}
 	medians := make([]map[taskKey]float64, len(entries))
 	for i, e := range entries {

@@ -71,7 +71,13 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 	path := func(name string) string { return filepath.Join(j.Dir, filepath.FromSlash(name)) }
 	start := time.Now()
 
-	tasks, err := ReadTasks(path(sp.Files["construction_tasks"]), path(sp.Files["refinement_prompts"]), sp.Tasks)
+	var tasks []*Task
+	var err error
+	if sp.Outside != "" {
+		tasks, err = OutsideTasks(sp.Outside, sp.Tasks)
+	} else {
+		tasks, err = ReadTasks(path(sp.Files["construction_tasks"]), path(sp.Files["refinement_prompts"]), sp.Tasks)
+	}
 	if err != nil {
 		return err
 	}
@@ -106,6 +112,11 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 			return err
 		}
 		if err := AttachPrompts(tasks, held); err != nil {
+			return err
+		}
+	}
+	if sp.Outside != "" && voc != nil {
+		if err := BuildPrompts(tasks, voc); err != nil {
 			return err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"dragonx/internal/progress"
 	"dragonx/kernels/dataset"
 	kencode "dragonx/kernels/encode"
+	"dragonx/kernels/judge"
 	"dragonx/kernels/sample"
 	"dragonx/kernels/search"
 	"dragonx/kernels/tunedb"
@@ -604,5 +605,45 @@ func checkBatchFree(t *testing.T, sp Spec, out map[string][]byte) {
 		if !bytes.Equal(b, second[name]) {
 			t.Errorf("%s differs between batch 3 / 2 threads and batch 1 / 1 thread", name)
 		}
+	}
+}
+
+// TestRunOutside benches the first two covered tasks of KernelBench level
+// 1 as construction tasks: prompts built here (the fake models read them),
+// no harvest inputs, the search among the baselines.
+func TestRunOutside(t *testing.T) {
+	sp := testSpec()
+	sp.Outside = "kernelbench-level1"
+	for _, name := range []string{"construction_tasks", "refinement_prompts", "heldout", "db"} {
+		delete(sp.Files, name)
+	}
+	sp.Baselines = []string{BaselineUnscheduled, BaselineRandom, BaselineSearch}
+	sp.Tasks = 2
+	out, rows := runFake(t, sp, "")
+	checkInvariants(t, sp, out, 2)
+	if rows == 0 {
+		t.Fatal("the fake models sampled nothing")
+	}
+	want, err := OutsideTasks(sp.Outside, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed := 0
+	for _, a := range readAttempts(t, out[AttemptsFile]) {
+		if a.Task != KindConstruction || a.Index > 1 || a.Hash != want[a.Index].Hash || a.Family != want[a.Index].Family {
+			t.Errorf("attempt %+v is not of the set's covered task %d", a, a.Index)
+		}
+		if a.Policy == "sft" && a.Phase != string(judge.PhaseDecode) && a.Phase != string(verdict.PhaseParse) {
+			replayed++
+		}
+	}
+	// The fake models write design-space draws of the prompt's kernel:
+	// their scripts replay on the task's workload.
+	if replayed == 0 {
+		t.Errorf("no sft script replayed on its task's workload: the prompts are not the tasks'\n%s", out[AttemptsFile])
+	}
+	var sum Summary
+	if err := json.Unmarshal(out[SummaryFile], &sum); err != nil || sum.Outside != sp.Outside {
+		t.Errorf("summary.json's outside %q (%v), want %q", sum.Outside, err, sp.Outside)
 	}
 }

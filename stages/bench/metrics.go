@@ -151,6 +151,10 @@ type Summary struct {
 	// from (kernels/taskset; absent for harvest's held-out tasks): task
 	// i is the set's i-th covered task.
 	Outside string `json:"outside,omitempty"`
+	// SearchTrials is the search baseline's measured candidates per
+	// task, with an outside set (absent otherwise): its fast_1 compares
+	// with that search.
+	SearchTrials int `json:"search_trials,omitempty"`
 	// Decoding lists the modes the policies sampled under (each policy
 	// summary says its own): "unconstrained" (any token), "grammar" (the
 	// workload's script grammar) or "grammar+gpu_limits" (the grammar
@@ -378,6 +382,9 @@ func summarize(sp Spec, source string, entries []entry, phases []verdict.Phase) 
 	s := &Summary{Version: 2, Source: source, Measured: strings.HasPrefix(source, "measured"), Attempts: sp.Attempts,
 		Temperature: sp.Temperature, Greedy: sp.Greedy, Outside: sp.Outside, Decoding: sp.Modes(), FasterDefinition: FasterDefinition,
 		Policies: []PolicySummary{}, Comparisons: []Comparison{}}
+	if sp.Outside != "" && slices.Contains(sp.Baselines, BaselineSearch) {
+		s.SearchTrials = sp.SearchTrials
+	}
 	medians := make([]map[taskKey]float64, len(entries))
 	for i, e := range entries {
 		kind := "policy"

@@ -643,7 +643,7 @@ func TestRunOutside(t *testing.T) {
 		t.Errorf("no sft script replayed on its task's workload: the prompts are not the tasks'\n%s", out[AttemptsFile])
 	}
 	var sum Summary
-	if err := json.Unmarshal(out[SummaryFile], &sum); err != nil || sum.Outside != sp.Outside {
+	if err := json.Unmarshal(out[SummaryFile], &sum); err != nil || sum.Outside != sp.Outside || sum.SearchTrials != sp.SearchTrials {
 		t.Errorf("summary.json's outside %q (%v), want %q", sum.Outside, err, sp.Outside)
 	}
 }

@@ -128,14 +128,7 @@ func TestForEachInstancesAndEdges(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	var order []string
-	for _, inst := range cfg.Instances {
-		var deps []string
-		for _, d := range inst.Deps {
-			deps = append(deps, d.Short())
-		}
-		order = append(order, fmt.Sprintf("%s<-%s", inst.Addr.Short(), strings.Join(deps, ",")))
-	}
+	order := edges(cfg)
 	want := []string{
 		`gen<-`,
 		`sweep["a"]<-gen`,
@@ -274,6 +267,19 @@ variable "x" {
 	}
 }
 
+// edges lists cfg's instances in order, each as "ADDR<-DEP,DEP".
+func edges(cfg *stages.Config) []string {
+	var out []string
+	for _, inst := range cfg.Instances {
+		var deps []string
+		for _, d := range inst.Deps {
+			deps = append(deps, d.Short())
+		}
+		out = append(out, fmt.Sprintf("%s<-%s", inst.Addr.Short(), strings.Join(deps, ",")))
+	}
+	return out
+}
+
 // A for_each over an empty collection (a stage behind a variable) gives no
 // instances: stage.NAME is an empty object, and an instance of it unknown.
 func TestForEachEmpty(t *testing.T) {
@@ -308,15 +314,7 @@ stage "collect" {
 		if diags.HasErrors() {
 			t.Fatalf("vars %v: %s", c.vars, diags.Error())
 		}
-		var got []string
-		for _, inst := range cfg.Instances {
-			var deps []string
-			for _, d := range inst.Deps {
-				deps = append(deps, d.Short())
-			}
-			got = append(got, inst.Addr.Short()+"<-"+strings.Join(deps, ","))
-		}
-		if strings.Join(got, " ") != c.want {
+		if got := edges(cfg); strings.Join(got, " ") != c.want {
 			t.Errorf("vars %v: instances %q, want %q", c.vars, strings.Join(got, " "), c.want)
 		}
 	}

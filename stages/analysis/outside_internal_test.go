@@ -41,13 +41,7 @@ func TestOutsideTable(t *testing.T) {
 		"kb kernelbench-level1 baseline:unscheduled – 3 100.00% (3/3) – – – model:h100 (simulated)",
 		"kb kernelbench-level1 baseline:search – 3 66.67% (2/3) – – – model:h100 (simulated)",
 	}
-	var rows []string
-	for _, r := range tb.Rows {
-		rows = append(rows, strings.Join(r, " "))
-	}
-	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
-		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
-	}
+	checkRows(t, tb, want)
 	if !strings.Contains(strings.Join(tb.Notes, " "), "bench kb: fast_1 against the search at 64 measured trials per task.") {
 		t.Errorf("notes do not say the search's trials: %v", tb.Notes)
 	}

@@ -4,8 +4,21 @@ import (
 	"strings"
 	"testing"
 
+	"dragonx/reports"
 	"dragonx/stages/bench"
 )
+
+// checkRows compares a table's rows, cells joined by spaces, with want.
+func checkRows(t *testing.T, tb reports.Table, want []string) {
+	t.Helper()
+	var rows []string
+	for _, r := range tb.Rows {
+		rows = append(rows, strings.Join(r, " "))
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+}
 
 func TestPeakTable(t *testing.T) {
 	f := func(x float64) *float64 { return &x }
@@ -31,11 +44,5 @@ func TestPeakTable(t *testing.T) {
 		"main baseline:search – construction 1 50.00% 50.00% measured:cuda",
 		"main baseline:search – refinement 0 – – –",
 	}
-	var rows []string
-	for _, r := range got.Rows {
-		rows = append(rows, strings.Join(r, " "))
-	}
-	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
-		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
-	}
+	checkRows(t, got, want)
 }

@@ -77,6 +77,14 @@ variable "search_baseline" {
   description = "whether the bench runs the evolutionary-search baseline (its costliest part)"
 }
 
+# The outside task set (docs/tasksets.md): KernelBench level 1's problems that a workload
+# family covers, benched as construction tasks the policies never saw.
+variable "outside_tasks" {
+  type        = bool
+  default     = false
+  description = "whether to bench the policies on KernelBench level 1's covered problems too (stage bench_outside)"
+}
+
 # On a cluster, harvest's shards run as a Slurm job array (docs/cluster.md): uncomment
 # and adjust. The executor is in no stage's key: results are the same bytes, and
 # cached results are shared with local runs.
@@ -277,12 +285,41 @@ stage "bench" {
   threads       = 2
 }
 
+# The outside task set (with outside_tasks): each covered problem of KernelBench level 1 as a
+# construction task, prompted as encode prompts held-out ones; the baselines that need no
+# harvest records (no dataset_best). The analysis's outside table sets per-attempt
+# correctness beside the held-out tasks' and gives fast_1 against the unscheduled kernel
+# and the search.
+stage "bench_outside" {
+  kind     = "bench"
+  for_each = var.outside_tasks ? toset(["kernelbench-level1"]) : toset([])
+  outside  = each.key
+  vocab    = stage.encode.out.vocab
+  policy "sft" {
+    checkpoint = stage.sft.out.checkpoint
+  }
+  policy "rl" {
+    checkpoint = stage.rl.out.checkpoint
+  }
+  baselines     = concat(["unscheduled", "random", "random_walk"], var.search_baseline ? ["search"] : [])
+  attempts      = var.bench_attempts >= 0 ? var.bench_attempts : local.s.attempts
+  temperature   = 0.8
+  greedy        = true
+  max_new       = var.bench_max_new >= 1 ? var.bench_max_new : local.s.bench_max_new
+  decoding      = var.decoding_ablation ? ["unconstrained", "grammar", "grammar+gpu_limits"] : ["grammar+gpu_limits"]
+  search_trials = local.s.bench_trials
+  target        = "h100-model"
+  numeric       = true
+  seed          = 1
+  threads       = 2
+}
+
 # The paper's tables and figures (docs/pipeline.md ## analysis): only this stage
 # reruns when a figure's style or code changes.
 stage "analysis" {
   kind    = "analysis"
   scale   = var.scale
-  benches = { paper = stage.bench.out }
+  benches = merge({ paper = stage.bench.out }, { for k, b in stage.bench_outside : "outside-${k}" => b.out })
   rl      = { paper = stage.rl.out }
   sft     = stage.sft.out
   harvest = stage.harvest.out

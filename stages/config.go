@@ -814,9 +814,10 @@ func (c *Config) decodeForEach(a *hcl.Attribute) (map[string]cty.Value, hcl.Diag
 	default:
 		return bad(fmt.Sprintf("The value has type %s.", t.FriendlyName()))
 	}
-	if len(out) == 0 {
-		return bad("The collection is empty, so the stage would have no instances.")
-	}
+	// An empty collection leaves the stage without instances: a stage
+	// behind a variable (for_each = var.x ? toset(["a"]) : toset([])).
+	// stage.NAME is then an empty object, and stage.NAME[KEY] an unknown
+	// instance.
 	return out, nil
 }
 

@@ -128,14 +128,7 @@ func TestForEachInstancesAndEdges(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	var order []string
-	for _, inst := range cfg.Instances {
-		var deps []string
-		for _, d := range inst.Deps {
-			deps = append(deps, d.Short())
-		}
-		order = append(order, fmt.Sprintf("%s<-%s", inst.Addr.Short(), strings.Join(deps, ",")))
-	}
+	order := edges(cfg)
 	want := []string{
 		`gen<-`,
 		`sweep["a"]<-gen`,
@@ -271,5 +264,75 @@ variable "x" {
 	_, diags := stages.LoadSource("bad.hcl", []byte(bad), stages.LoadOptions{})
 	if !diags.HasErrors() || !strings.Contains(diags.Error(), `"error_message" is required`) {
 		t.Errorf("a validation without error_message: %v", diags)
+	}
+}
+
+// edges lists cfg's instances in order, each as "ADDR<-DEP,DEP".
+func edges(cfg *stages.Config) []string {
+	var out []string
+	for _, inst := range cfg.Instances {
+		var deps []string
+		for _, d := range inst.Deps {
+			deps = append(deps, d.Short())
+		}
+		out = append(out, fmt.Sprintf("%s<-%s", inst.Addr.Short(), strings.Join(deps, ",")))
+	}
+	return out
+}
+
+// A for_each over an empty collection (a stage behind a variable) gives no
+// instances: stage.NAME is an empty object, and an instance of it unknown.
+func TestForEachEmpty(t *testing.T) {
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "x.hcl")
+	os.WriteFile(exp, []byte(`
+variable "on" {
+  type    = bool
+  default = false
+}
+stage "opt" {
+  kind     = "exec"
+  for_each = var.on ? toset(["a"]) : toset([])
+  command  = "echo ${each.key} > x"
+  outputs  = { x = "x" }
+}
+stage "collect" {
+  kind    = "exec"
+  command = "cat in/* > all || true"
+  inputs  = { for k, r in stage.opt : "in/${k}" => r.out.x }
+  outputs = { all = "all" }
+}
+`), 0o644)
+	for _, c := range []struct {
+		vars []string
+		want string
+	}{
+		{nil, "collect<-"},
+		{[]string{"on=true"}, `opt["a"]<- collect<-opt["a"]`},
+	} {
+		cfg, diags := stages.Load(exp, stages.LoadOptions{Vars: c.vars})
+		if diags.HasErrors() {
+			t.Fatalf("vars %v: %s", c.vars, diags.Error())
+		}
+		if got := edges(cfg); strings.Join(got, " ") != c.want {
+			t.Errorf("vars %v: instances %q, want %q", c.vars, strings.Join(got, " "), c.want)
+		}
+	}
+	os.WriteFile(exp, []byte(`
+stage "opt" {
+  kind     = "exec"
+  for_each = toset([])
+  command  = "echo ${each.key} > x"
+  outputs  = { x = "x" }
+}
+stage "pick" {
+  kind    = "exec"
+  command = "cat in/x > y"
+  inputs  = { "in/x" = stage.opt["a"].out.x }
+  outputs = { y = "y" }
+}
+`), 0o644)
+	if _, diags := stages.Load(exp, stages.LoadOptions{}); !diags.HasErrors() || !strings.Contains(diags.Error(), "Unknown stage instance") {
+		t.Errorf("an instance of a stage without instances: %v", diags)
 	}
 }

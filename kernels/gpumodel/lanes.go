@@ -720,3 +720,11 @@ func fma(s *lower.Store) bool {
 	}
 	return false
 }
+
+// ExprFLOPs is the FLOPs of one evaluation of a value expression, as the
+// model counts them: one per floating-point operation and one per call
+// (an FMA counts two, its multiply and its add; index arithmetic none).
+func ExprFLOPs(e ir.Expr) float64 {
+	_, flops, _ := exprOps(e)
+	return flops
+}

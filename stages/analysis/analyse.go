@@ -227,6 +227,10 @@ func (a *analyser) mainSection() error {
 		sec.Tables = append(sec.Tables, a.addTable("main", t))
 
 		sec.Tables = append(sec.Tables, a.addTable("families", familySplitTable(a.in.benches)))
+		sec.Tables = append(sec.Tables, a.addTable("peak_fraction", peakTable(a.in.benches)))
+		if t, ok := outsideTable(a.in.benches); ok {
+			sec.Tables = append(sec.Tables, a.addTable("outside", t))
+		}
 
 		ct := reports.Table{Caption: "Tasks on which one policy produces faster kernels than another", Header: []string{"bench", "a", "b", "decoding", "task", "tasks", "a faster", "b faster", "ties", "latency source"}}
 		defs := map[string]bool{}

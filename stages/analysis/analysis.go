@@ -39,7 +39,7 @@ import (
 // parameters would give different outputs: a table's rows or columns, a
 // figure's code (here or in package plots), the results' text or layout
 // (package reports).
-const Version = "4" // 4: decoding mode and lift per row; correctness on the decision-free families apart
+const Version = "5" // 4: decoding mode and lift per row; correctness on the decision-free families apart; 5: the peak fraction table (issue 31)
 
 // Kind is the analysis stage kind.
 type Kind struct{}

@@ -52,6 +52,7 @@ import (
 	"dragonx/internal/torchbin"
 	"dragonx/kernels/cudabench"
 	"dragonx/kernels/gpumodel"
+	"dragonx/kernels/taskset"
 	"dragonx/stages"
 	"dragonx/stages/job"
 	"dragonx/stages/sft"
@@ -59,7 +60,7 @@ import (
 
 // Version is the kind's version; bump it when the same parameters would give
 // different outputs.
-const Version = "4" // 2: summary.json says how the policies decoded; 3: GPU model version 2 (issue 28), attempts and summaries carry their decoding mode, random_walk (issue 27); 4: local buffers compacted per vthread (static verdict)
+const Version = "5" // 2: summary.json says how the policies decoded; 3: GPU model version 2 (issue 28), attempts and summaries carry their decoding mode, random_walk (issue 27); 4: local buffers compacted per vthread (static verdict); 5: attempts carry peak_fraction, outside task sets (issue 31)
 
 // Kind is the bench stage kind.
 type Kind struct{}
@@ -198,9 +199,14 @@ type Params struct {
 	// SearchStatic or SearchNumeric; "" when search is not a baseline
 	// (then it is in neither the key nor the state).
 	SearchCheck string `json:"search_check,omitempty"`
-	Target      string `json:"target"`
-	Numeric     bool   `json:"numeric"`
-	Seed        int64  `json:"seed"`
+	// Outside names an outside task set (kernels/taskset: its covered
+	// tasks are the bench's construction tasks, in place of harvest's
+	// test files); "" for the held-out tasks (then it is in neither the
+	// key nor the spec).
+	Outside string `json:"outside,omitempty"`
+	Target  string `json:"target"`
+	Numeric bool   `json:"numeric"`
+	Seed    int64  `json:"seed"`
 }
 
 // Spec is everything the job needs: the parameters, the policies, the
@@ -258,7 +264,7 @@ type Stage struct {
 var schema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "heldout"}, {Name: "vocab"},
-		{Name: "construction_tasks", Required: true}, {Name: "refinement_prompts", Required: true},
+		{Name: "construction_tasks"}, {Name: "refinement_prompts"}, {Name: "outside"},
 		{Name: "db"},
 		{Name: "baselines"}, {Name: "attempts"}, {Name: "temperature"}, {Name: "top_k"}, {Name: "greedy"},
 		{Name: "max_new"}, {Name: "constrained"}, {Name: "gpu_limits"}, {Name: "decoding"}, {Name: "tasks"}, {Name: "search_trials"}, {Name: "search_check"}, {Name: "target"},
@@ -445,6 +451,13 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		}
 		return ""
 	})
+	decodeAttr("outside", &sp.Outside, func() string {
+		if !slices.Contains(taskset.Names(), sp.Outside) {
+			return fmt.Sprintf("outside is %q; want an outside task set: %s (kernels/taskset).", sp.Outside, strings.Join(taskset.Names(), ", "))
+		}
+		return ""
+	})
+	diags = append(diags, checkTaskInputs(content, sp, dc.DeclRange)...)
 	decodeAttr("numeric", &sp.Numeric, nil)
 	decodeAttr("seed", &sp.Seed, nil)
 	decodeAttr("threads", &sp.Threads, func() string {
@@ -504,13 +517,13 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		}
 	}
 	if len(sp.Policies) > 0 {
-		for _, name := range []string{"heldout", "vocab"} {
+		for _, name := range sp.promptInputs() {
 			if _, ok := content.Attributes[name]; !ok {
 				diags = append(diags, diag("Missing "+name, fmt.Sprintf("The policies sample from the held-out prompts: set %s (%s).", name, upstreamOf[name]), content.Blocks[0].DefRange))
 			}
 		}
 	}
-	if slices.Contains(sp.Baselines, BaselineDatasetBest) {
+	if slices.Contains(sp.Baselines, BaselineDatasetBest) && sp.Outside == "" {
 		if _, ok := content.Attributes["db"]; !ok {
 			rng := dc.DeclRange
 			if a, ok := content.Attributes["baselines"]; ok {
@@ -547,10 +560,10 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	}{
 		{"policies", names}, {"baselines", sp.Baselines}, {"attempts", sp.Attempts}, {"temperature", sp.Temperature},
 		{"top_k", sp.TopK}, {"greedy", sp.Greedy}, {"max_new", sp.MaxNew}, {"constrained", sp.Constrained},
-		{"gpu_limits", sp.GPULimits}, {"decoding", sp.Decoding}, {"tasks", sp.Tasks}, {"search_trials", sp.SearchTrials}, {"search_check", sp.SearchCheck}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
+		{"gpu_limits", sp.GPULimits}, {"decoding", sp.Decoding}, {"tasks", sp.Tasks}, {"search_trials", sp.SearchTrials}, {"search_check", sp.SearchCheck}, {"outside", sp.Outside}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
 	} {
-		if p.name == "search_check" && sp.SearchCheck == "" {
-			continue // no search baseline: the keys of benches without one stay as they were
+		if p.name == "search_check" && sp.SearchCheck == "" || p.name == "outside" && sp.Outside == "" {
+			continue // no search baseline, no outside set: the keys of benches without them stay as they were
 		}
 		if (p.name == "decoding") != (sp.Decoding != nil) && (p.name == "decoding" || p.name == "constrained" || p.name == "gpu_limits") {
 			continue // one mode: in constrained and gpu_limits, as before decoding existed; several: in decoding
@@ -650,16 +663,19 @@ func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
 func (sp Spec) Validate() error {
 	var errs []error
 	if len(sp.Policies) > 0 {
-		for _, name := range []string{"heldout", "vocab"} {
+		for _, name := range sp.promptInputs() {
 			if sp.Files[name] == "" {
 				errs = append(errs, fmt.Errorf("policies but no %s file", name))
 			}
 		}
 	}
-	for _, name := range []string{"construction_tasks", "refinement_prompts"} {
-		if sp.Files[name] == "" {
-			errs = append(errs, fmt.Errorf("no %s file", name))
+	for _, name := range heldoutTaskInputs {
+		if (sp.Files[name] == "") == (sp.Outside == "") {
+			errs = append(errs, fmt.Errorf("outside set %q and %s file %q: want exactly one of the two", sp.Outside, name, sp.Files[name]))
 		}
+	}
+	if sp.Outside != "" && !slices.Contains(taskset.Names(), sp.Outside) {
+		errs = append(errs, fmt.Errorf("unknown outside task set %q", sp.Outside))
 	}
 	if slices.Contains(sp.Baselines, BaselineDatasetBest) && sp.Files["db"] == "" {
 		errs = append(errs, errors.New("the dataset_best baseline but no db"))
@@ -731,4 +747,47 @@ func canonical(what string, list, all []string) ([]string, string) {
 		}
 	}
 	return out, ""
+}
+
+// heldoutTaskInputs are the inputs that give the held-out tasks; an
+// outside task set replaces them (and heldout.jsonl, and harvest's db).
+var heldoutTaskInputs = []string{"construction_tasks", "refinement_prompts"}
+
+// promptInputs are the inputs the policies' prompts come from: encode's
+// heldout.jsonl and vocabulary, or for an outside set the vocabulary alone
+// (the prompts are built here, as encode builds a construction task's).
+func (p Params) promptInputs() []string {
+	if p.Outside != "" {
+		return []string{"vocab"}
+	}
+	return []string{"heldout", "vocab"}
+}
+
+// checkTaskInputs checks that the tasks come from harvest's test files or
+// from an outside set, not both: with outside, the inputs of the held-out
+// tasks (and dataset_best, which needs harvest's records of the workload)
+// are refused rather than left unread.
+func checkTaskInputs(content *hcl.BodyContent, sp Spec, decl hcl.Range) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if sp.Outside == "" {
+		for _, name := range heldoutTaskInputs {
+			if _, ok := content.Attributes[name]; !ok {
+				diags = append(diags, diag("Missing "+name, fmt.Sprintf("The held-out tasks come from harvest's test files: set %s (%s), or outside = an outside task set (%s).", name, upstreamOf[name], strings.Join(taskset.Names(), ", ")), decl))
+			}
+		}
+		return diags
+	}
+	rng := content.Attributes["outside"].Expr.Range()
+	for _, name := range append(slices.Clone(heldoutTaskInputs), "heldout", "db") {
+		if a, ok := content.Attributes[name]; ok {
+			diags = append(diags, diag("Unused "+name, fmt.Sprintf("outside = %q (at %s) replaces the held-out tasks: %s would not be read; remove it.", sp.Outside, rng, name), a.Expr.Range()))
+		}
+	}
+	if slices.Contains(sp.Baselines, BaselineDatasetBest) {
+		if a, ok := content.Attributes["baselines"]; ok {
+			rng = a.Expr.Range()
+		}
+		diags = append(diags, diag("No dataset_best on an outside set", "dataset_best takes harvest's best record of each task's workload; the outside tasks have none. Leave it out of baselines (the outside tasks' baselines: unscheduled, random, random_walk, search).", rng))
+	}
+	return diags
 }

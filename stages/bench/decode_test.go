@@ -23,6 +23,33 @@ func stageSrc(body string) string {
 		"  construction_tasks = \"test_construction.jsonl\"\n  refinement_prompts = \"test_refinement.jsonl\"\n  db = \"db\"\n}\n"
 }
 
+// outsideSrc is stageSrc for a bench of the KernelBench level 1 set: no
+// held-out task inputs.
+func outsideSrc(body string) string {
+	return "stage \"bench\" {\n" + body + "\n  kind = \"bench\"\n  outside = \"kernelbench-level1\"\n  vocab = \"vocab.txt\"\n}\n"
+}
+
+// An outside bench: outside in the key (nowhere when unset: see
+// defaultParams), policies need only the vocabulary.
+func TestDecodeOutside(t *testing.T) {
+	cfg, diags := load(t, outsideSrc("  baselines = [\"unscheduled\", \"random\", \"search\"]\n  policy \"rl\" {\n    checkpoint = \"a.ckpt\"\n  }"))
+	if cfg == nil {
+		t.Fatalf("diagnostics: %v", diags)
+	}
+	s := cfg.Instances[0].Stage.(*bench.Stage)
+	if got := params(s); !strings.Contains(got, "\noutside=\"kernelbench-level1\"\n") {
+		t.Errorf("params:\n%s\nwant outside", got)
+	}
+	if err := s.Spec().Validate(); err != nil {
+		t.Errorf("the decoded spec: %v", err)
+	}
+	sp := s.Spec()
+	sp.Files["construction_tasks"] = "in/c.jsonl"
+	if sp.Validate() == nil {
+		t.Error("a spec with an outside set and a construction_tasks file is valid")
+	}
+}
+
 func load(t *testing.T, src string) (*stages.Config, []string) {
 	t.Helper()
 	return stagetest.Load(t, "", src)
@@ -66,7 +93,12 @@ func TestDiagnostics(t *testing.T) {
 		{"nothing to benchmark", stageSrc("  baselines = []"), "Nothing to benchmark", 1},
 		{"dataset_best without db", strings.Replace(stageSrc("  baselines = [\"dataset_best\"]"), "  db = \"db\"\n", "", 1), "Missing db", 2},
 		{"policies without heldout", strings.Replace(stageSrc("  policy \"rl\" {\n    checkpoint = \"a.ckpt\"\n  }"), "  heldout = \"heldout.jsonl\"\n", "", 1), "Missing heldout", 2},
-		{"no construction tasks", strings.Replace(stageSrc(""), "  construction_tasks = \"test_construction.jsonl\"\n", "", 1), "Missing required argument", 1},
+		{"no construction tasks", strings.Replace(stageSrc(""), "  construction_tasks = \"test_construction.jsonl\"\n", "", 1), "Missing construction_tasks", 1},
+		{"outside unknown", stageSrc("  outside = \"kernelbench-level9\""), `outside is "kernelbench-level9"`, 2},
+		{"outside and held-out tasks", stageSrc("  outside = \"kernelbench-level1\"\n  baselines = [\"unscheduled\"]"), "Unused construction_tasks", 7},
+		{"outside and heldout.jsonl", stageSrc("  outside = \"kernelbench-level1\"\n  baselines = [\"unscheduled\"]"), "Unused heldout", 5},
+		{"outside and dataset_best", outsideSrc("  baselines = [\"dataset_best\"]"), "No dataset_best on an outside set", 2},
+		{"outside policies without vocab", strings.Replace(outsideSrc("  policy \"rl\" {\n    checkpoint = \"a.ckpt\"\n  }"), "  vocab = \"vocab.txt\"\n", "", 1), "Missing vocab", 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, got := load(t, c.src)

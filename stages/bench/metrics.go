@@ -49,6 +49,12 @@ type Attempt struct {
 	// BaselineUS/LatencyUS for an OK attempt, null otherwise.
 	BaselineUS *float64 `json:"baseline_us"`
 	Speedup    *float64 `json:"speedup"`
+	// PeakFraction is the workload's roofline time on the latency
+	// source's device (kernels/roofline) over LatencyUS, for an OK
+	// attempt with a latency from a modelled device (a model's figure,
+	// as Source says); null otherwise, and when measured on the
+	// machine's GPU (which the device table may not hold).
+	PeakFraction *float64 `json:"peak_fraction"`
 	// Tokens is the number of tokens the policy (or random_walk)
 	// generated (0 for another baseline).
 	Tokens int `json:"tokens"`
@@ -141,6 +147,14 @@ type Summary struct {
 	Attempts    int     `json:"attempts"`
 	Temperature float64 `json:"temperature"`
 	Greedy      bool    `json:"greedy"`
+	// Outside names the outside task set the construction tasks are
+	// from (kernels/taskset; absent for harvest's held-out tasks): task
+	// i is the set's i-th covered task.
+	Outside string `json:"outside,omitempty"`
+	// SearchTrials is the search baseline's measured candidates per
+	// task, with an outside set (absent otherwise): its fast_1 compares
+	// with that search.
+	SearchTrials int `json:"search_trials,omitempty"`
 	// Decoding lists the modes the policies sampled under (each policy
 	// summary says its own): "unconstrained" (any token), "grammar" (the
 	// workload's script grammar) or "grammar+gpu_limits" (the grammar
@@ -366,8 +380,11 @@ type entry struct {
 // order, then the baselines) and the judge's phases.
 func summarize(sp Spec, source string, entries []entry, phases []verdict.Phase) *Summary {
 	s := &Summary{Version: 2, Source: source, Measured: strings.HasPrefix(source, "measured"), Attempts: sp.Attempts,
-		Temperature: sp.Temperature, Greedy: sp.Greedy, Decoding: sp.Modes(), FasterDefinition: FasterDefinition,
+		Temperature: sp.Temperature, Greedy: sp.Greedy, Outside: sp.Outside, Decoding: sp.Modes(), FasterDefinition: FasterDefinition,
 		Policies: []PolicySummary{}, Comparisons: []Comparison{}}
+	if sp.Outside != "" && slices.Contains(sp.Baselines, BaselineSearch) {
+		s.SearchTrials = sp.SearchTrials
+	}
 	medians := make([]map[taskKey]float64, len(entries))
 	for i, e := range entries {
 		kind := "policy"

@@ -200,7 +200,7 @@ func TestOutputsSortedAndPerTask(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 5 || !strings.HasPrefix(lines[0], `{"policy":"baseline:search","task":"construction","index":1,`) ||
-		!strings.Contains(lines[1], `"index":0,"hash":"h","family":"GMM","attempt":0,"greedy":true,"phase":"latency","ok":true,"error":"","latency_us":3,"source":"model:h100","baseline_us":10,"speedup":3.3333333333333335,"tokens":0}`) ||
+		!strings.Contains(lines[1], `"index":0,"hash":"h","family":"GMM","attempt":0,"greedy":true,"phase":"latency","ok":true,"error":"","latency_us":3,"source":"model:h100","baseline_us":10,"speedup":3.3333333333333335,"peak_fraction":null,"tokens":0}`) ||
 		!strings.Contains(lines[4], `"attempt":1,"greedy":false,"phase":"parse","ok":false,"error":"failed","latency_us":null,"source":"model:h100","baseline_us":10,"speedup":null`) {
 		t.Errorf("attempts.jsonl:\n%s", b)
 	}

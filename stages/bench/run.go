@@ -18,8 +18,10 @@ import (
 	"dragonx/internal/progress"
 	"dragonx/internal/safeio"
 	"dragonx/kernels/cudabench"
+	"dragonx/kernels/gpumodel"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/judge"
+	"dragonx/kernels/roofline"
 	"dragonx/kernels/tunedb"
 	"dragonx/kernels/verdict"
 	"dragonx/kernels/vocab"
@@ -69,7 +71,13 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 	path := func(name string) string { return filepath.Join(j.Dir, filepath.FromSlash(name)) }
 	start := time.Now()
 
-	tasks, err := ReadTasks(path(sp.Files["construction_tasks"]), path(sp.Files["refinement_prompts"]), sp.Tasks)
+	var tasks []*Task
+	var err error
+	if sp.Outside != "" {
+		tasks, err = OutsideTasks(sp.Outside, sp.Tasks)
+	} else {
+		tasks, err = ReadTasks(path(sp.Files["construction_tasks"]), path(sp.Files["refinement_prompts"]), sp.Tasks)
+	}
 	if err != nil {
 		return err
 	}
@@ -108,6 +116,11 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 			return err
 		}
 		if format, err = sft.HeldoutFormat(held); err != nil {
+			return err
+		}
+	}
+	if sp.Outside != "" && voc != nil {
+		if err := BuildPrompts(tasks, voc); err != nil {
 			return err
 		}
 	}
@@ -401,6 +414,11 @@ func (r *run) attempt(name, mode string, t *Task, i int, greedy bool, res *judge
 		if res.LatencySource != "" {
 			a.Source = res.LatencySource
 		}
+		if w, err := r.js.workload(t); err == nil && w.roofline > 0 {
+			if pf, err := roofline.Fraction(w.roofline, us*1e-6); err == nil {
+				a.PeakFraction = &pf
+			}
+		}
 	}
 	a.setSpeedup()
 	return a
@@ -435,6 +453,9 @@ type judges struct {
 	opts   judge.Options
 	cuda   bool
 	source string
+	// dev is the modelled device (nil when measuring on the machine's
+	// GPU, which the device table may not hold): the roofline's.
+	dev *gpumodel.Device
 
 	mu sync.Mutex
 	m  map[string]*workloadJudge
@@ -446,6 +467,10 @@ type workloadJudge struct {
 	f     *ir.PrimFunc
 	judge *judge.Judge
 	err   error
+
+	// roofline is the workload's roofline time on the judges' device in
+	// seconds (0 without a device).
+	roofline float64
 
 	unschedOnce sync.Once
 	unsched     *judge.Result
@@ -468,6 +493,13 @@ func newJudges(sp Spec, voc *vocab.Vocab, gateDir string) (*judges, error) {
 	if l, ok := opts.Latency.(interface{ Label() string }); ok && !js.cuda {
 		js.source = l.Label()
 	}
+	if !js.cuda {
+		dev, err := gpumodel.LookupDevice(model)
+		if err != nil {
+			return nil, err
+		}
+		js.dev = &dev
+	}
 	return js, nil
 }
 
@@ -483,6 +515,11 @@ func (js *judges) workload(t *Task) (*workloadJudge, error) {
 	w.once.Do(func() {
 		if w.f, w.err = t.Spec.Build(); w.err != nil {
 			return
+		}
+		if js.dev != nil {
+			if w.roofline, w.err = rooflineSeconds(w.f, js.dev); w.err != nil {
+				return
+			}
 		}
 		opts := js.opts
 		if js.cuda {
@@ -501,4 +538,14 @@ func (js *judges) workload(t *Task) (*workloadJudge, error) {
 func (w *workloadJudge) unscheduled(ctx context.Context) (*judge.Result, error) {
 	w.unschedOnce.Do(func() { w.unsched, w.unschedErr = w.judge.JudgeScript(ctx, nil) })
 	return w.unsched, w.unschedErr
+}
+
+// rooflineSeconds is f's roofline time on dev.
+func rooflineSeconds(f *ir.PrimFunc, dev *gpumodel.Device) (float64, error) {
+	w, err := roofline.Of(f)
+	if err != nil {
+		return 0, err
+	}
+	b, err := roofline.Time(w, dev)
+	return b.Seconds, err
 }

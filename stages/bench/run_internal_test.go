@@ -18,6 +18,7 @@ import (
 	"dragonx/kernels/dataset"
 	kencode "dragonx/kernels/encode"
 	"dragonx/kernels/grammar"
+	"dragonx/kernels/judge"
 	"dragonx/kernels/sample"
 	"dragonx/kernels/search"
 	"dragonx/kernels/tunedb"
@@ -329,8 +330,12 @@ func checkInvariants(t *testing.T, sp Spec, out map[string][]byte, tasks int) {
 		if a.BaselineUS == nil {
 			t.Errorf("attempt %s %s/%d: no baseline", a.Policy, a.Task, a.Index)
 		}
-		if (a.Speedup != nil) != a.OK || (a.LatencyUS != nil) != a.OK {
-			t.Errorf("attempt %s %s/%d/%d: ok %v, latency %v, speedup %v", a.Policy, a.Task, a.Index, a.Attempt, a.OK, a.LatencyUS, a.Speedup)
+		if (a.Speedup != nil) != a.OK || (a.LatencyUS != nil) != a.OK || (a.PeakFraction != nil) != a.OK {
+			t.Errorf("attempt %s %s/%d/%d: ok %v, latency %v, speedup %v, peak fraction %v", a.Policy, a.Task, a.Index, a.Attempt, a.OK, a.LatencyUS, a.Speedup, a.PeakFraction)
+		}
+		// The H100 model's latency is never below the H100's roofline.
+		if a.PeakFraction != nil && !(*a.PeakFraction > 0 && *a.PeakFraction <= 1) {
+			t.Errorf("attempt %s %s/%d/%d: peak fraction %g outside (0, 1]", a.Policy, a.Task, a.Index, a.Attempt, *a.PeakFraction)
 		}
 		if a.OK && a.Phase != string(verdict.PhaseLatency) || !a.OK && a.Error == "" {
 			t.Errorf("attempt %+v: phase %s, error %q", a, a.Phase, a.Error)
@@ -692,4 +697,44 @@ func ptr(p *float64) any {
 		return nil
 	}
 	return *p
+}
+
+// TestRunOutside benches the first two covered tasks of KernelBench level
+// 1 as construction tasks: prompts built here (the fake models read them),
+// no harvest inputs, the search among the baselines.
+func TestRunOutside(t *testing.T) {
+	sp := testSpec()
+	sp.Outside = "kernelbench-level1"
+	for _, name := range []string{"construction_tasks", "refinement_prompts", "heldout", "db"} {
+		delete(sp.Files, name)
+	}
+	sp.Baselines = []string{BaselineUnscheduled, BaselineRandom, BaselineSearch}
+	sp.Tasks = 2
+	out, rows := runFake(t, sp, "")
+	checkInvariants(t, sp, out, 2)
+	if rows == 0 {
+		t.Fatal("the fake models sampled nothing")
+	}
+	want, err := OutsideTasks(sp.Outside, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed := 0
+	for _, a := range readAttempts(t, out[AttemptsFile]) {
+		if a.Task != KindConstruction || a.Index > 1 || a.Hash != want[a.Index].Hash || a.Family != want[a.Index].Family {
+			t.Errorf("attempt %+v is not of the set's covered task %d", a, a.Index)
+		}
+		if a.Policy == "sft" && a.Phase != string(judge.PhaseDecode) && a.Phase != string(verdict.PhaseParse) {
+			replayed++
+		}
+	}
+	// The fake models write design-space draws of the prompt's kernel:
+	// their scripts replay on the task's workload.
+	if replayed == 0 {
+		t.Errorf("no sft script replayed on its task's workload: the prompts are not the tasks'\n%s", out[AttemptsFile])
+	}
+	var sum Summary
+	if err := json.Unmarshal(out[SummaryFile], &sum); err != nil || sum.Outside != sp.Outside || sum.SearchTrials != sp.SearchTrials {
+		t.Errorf("summary.json's outside %q (%v), want %q", sum.Outside, err, sp.Outside)
+	}
 }

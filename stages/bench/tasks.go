@@ -6,7 +6,10 @@ import (
 	"os"
 
 	"dragonx/kernels/dataset"
+	"dragonx/kernels/taskset"
+	"dragonx/kernels/vocab"
 	"dragonx/kernels/workload"
+	"dragonx/stages/encode"
 	"dragonx/stages/sft"
 )
 
@@ -92,6 +95,41 @@ func AttachPrompts(tasks []*Task, held []sft.HeldoutRecord) error {
 			return fmt.Errorf("heldout.jsonl's %s task %d is of workload %.12s, the test file's of %.12s: it was not encoded from these test files", t.Kind, t.Index, h.Hash, t.Hash)
 		}
 		t.Prompt = h.Prompt
+	}
+	return nil
+}
+
+// OutsideTasks returns the first n (0: all) covered tasks of an outside
+// task set (kernels/taskset) as construction tasks: Index is the task's
+// position among the set's covered tasks, in problem order.
+func OutsideTasks(name string, n int) ([]*Task, error) {
+	set, err := taskset.Load(name)
+	if err != nil {
+		return nil, err
+	}
+	var tasks []*Task
+	for i, t := range set.Covered() {
+		if n > 0 && i >= n {
+			break
+		}
+		sp := t.Workload()
+		tasks = append(tasks, &Task{Kind: KindConstruction, Index: i, Hash: sp.Hash(), Family: sp.Family(), Spec: sp})
+	}
+	return tasks, nil
+}
+
+// BuildPrompts gives each task the prompt encode would give it as a
+// held-out construction task (encode.ConstructionPrompt): for tasks from
+// outside the harvest, which heldout.jsonl does not hold.
+func BuildPrompts(tasks []*Task, voc *vocab.Vocab) error {
+	for _, t := range tasks {
+		f, err := t.Spec.Build()
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.Name(), err)
+		}
+		if t.Prompt, err = encode.ConstructionPrompt(voc, f); err != nil {
+			return fmt.Errorf("%s: its prompt: %w", t.Name(), err)
+		}
 	}
 	return nil
 }

@@ -66,6 +66,18 @@ const (
 	ReportFile  = "roundtrip.json"
 )
 
+// Formats of the examples (the stage's format parameter, and the lines'
+// "format" field; a line without one is FormatScript).
+const (
+	// FormatScript: the prompt holds the kernel text, the target is the
+	// script's tokens.
+	FormatScript = "script"
+	// FormatDecisions: the prompt holds the spec's numbers and the blocks'
+	// iteration domains, the target is the script's decision stream
+	// (kernels/grammar's Compact).
+	FormatDecisions = "decisions"
+)
+
 // Task names, as written in the outputs.
 const (
 	TaskConstruction = "construction"
@@ -544,6 +556,9 @@ type TrainLine struct {
 	Family string `json:"family"`
 	Prompt []int  `json:"prompt"`
 	Target []int  `json:"target"`
+	// Format is the examples' format: FormatDecisions, or empty for
+	// FormatScript (the lines of a "script" encode carry no format).
+	Format string `json:"format,omitempty"`
 }
 
 // TextLine is one line of texts.jsonl.
@@ -565,6 +580,8 @@ type HeldoutLine struct {
 	ReferenceLatencyS *float64        `json:"reference_latency_s,omitempty"`
 	Source            *HeldoutSource  `json:"source,omitempty"`
 	LatencySource     string          `json:"latency_source,omitempty"`
+	// Format is the prompt's format, as TrainLine.Format.
+	Format string `json:"format,omitempty"`
 }
 
 // HeldoutSource is the existing script of a held-out refinement task.

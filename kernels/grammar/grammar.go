@@ -50,6 +50,36 @@
 // warp_execution block): those are left to the verdict. Nor does it
 // cover the other postprocessors (DisallowDynamicLoop).
 //
+// # Decision streams
+//
+// Most of a script's tokens are forced: the grammar without options
+// allows exactly one token there. A script's decision stream keeps the
+// others, the tokens at the positions where the grammar without options
+// allows more than one, then one <eos> (if <eos> itself was a choice, it
+// is that one). Given the workload it is lossless: Expand re-inserts the
+// forced tokens, Compact is its inverse. Thread limits (WithThreadLimits)
+// narrow what is allowed at a kept position, never which positions are
+// kept, so a grammar built with them gives the same streams (and Expand
+// accepts a stream outside the limits: that is the verdict's business).
+// Each token of a number of several tokens is a position of its own. In
+// GMM/0's script of testdata/decisions.golden, the line
+//
+//	Split l1 (SamplePerfectTile l1 | 5 64 = [8 16 1 1 1]) | 1 0
+//
+// holds two decisions, 8 and 16 (the extent 128 is used up: the 1s are
+// forced), and the whole script of 310 tokens is the stream
+//
+//	8 16 2 64 8 1 0 2 4 <eos>
+//
+// StartDecisions returns a DecisionState that follows a stream for
+// constrained decoding: Next(prefix) feeds the stream's new tokens, with
+// the forced ones before each, and returns the tokens allowed at the next
+// decision, the grammar's options applied. (A State of a grammar built
+// WithThreadLimits keeps, marked, the sketches the limits rule out (at New
+// or after a decision) and the values they filter out, so that it also
+// knows what the grammar without options allows: one State, one replay of
+// each line.)
+//
 // # Use
 //
 // A Grammar is built once per workload (New) and is safe for concurrent
@@ -80,10 +110,17 @@ type Grammar struct {
 	v         *vocab.Vocab
 	f         *ir.PrimFunc
 	templates []*template
-	nl, eos   int
-	open      int  // [
-	close     int  // ]
-	limited   bool // WithThreadLimits
+	// outside are the sketches WithThreadLimits leaves out: they still
+	// count for which positions the plain grammar forces (decision
+	// streams), never for what is allowed.
+	outside []*template
+	// plain is the grammar without options over the same templates (g
+	// itself when g has none): decision streams are defined by it.
+	plain   *Grammar
+	nl, eos int
+	open    int  // [
+	close   int  // ]
+	limited bool // WithThreadLimits
 }
 
 // template is one sketch as tokens: the script of one valid instantiation
@@ -134,6 +171,7 @@ func New(ctx context.Context, f *ir.PrimFunc, v *vocab.Vocab, seed int64, opts .
 		t, err := g.template(ctx, sk, cfg)
 		if errors.Is(err, ErrNoScriptWithinLimits) {
 			outside = append(outside, fmt.Errorf("sketch %d: %w", k, err))
+			g.outside = append(g.outside, t)
 			continue
 		}
 		if err != nil {
@@ -144,11 +182,23 @@ func New(ctx context.Context, f *ir.PrimFunc, v *vocab.Vocab, seed int64, opts .
 	if len(g.templates) == 0 && len(outside) > 0 {
 		return nil, fmt.Errorf("grammar: %w", errors.Join(outside...))
 	}
+	g.plain = g
+	if g.limited {
+		p := *g
+		p.limited = false
+		p.templates = slices.Concat(g.templates, g.outside)
+		p.outside = nil
+		p.plain = &p
+		g.plain = &p
+	}
 	return g, nil
 }
 
 // template instantiates a sketch with fresh decisions (trying a few seeds
 // until one replays) and cuts its script into tokens and decision slots.
+// With thread limits none of whose scripts the sketch keeps within, it
+// returns the template without its limits and an error wrapping
+// ErrNoScriptWithinLimits.
 func (g *Grammar) template(ctx context.Context, sk *trace.Trace, cfg config) (*template, error) {
 	for _, in := range sk.Insts {
 		if k, ok := trace.LookupKind(in.Kind); ok && k.Decision && !knownSampler(in.Kind) {
@@ -188,7 +238,7 @@ func (g *Grammar) template(ctx context.Context, sk *trace.Trace, cfg config) (*t
 		}
 		if cfg.limits != nil {
 			if t.lim, err = buildLimits(tr, t.slots, *cfg.limits); err != nil {
-				return nil, err
+				return t, err
 			}
 		}
 		return t, nil
@@ -211,6 +261,7 @@ type State struct {
 	done bool
 	err  error
 	out  []int // Allowed's result, reused
+	pout []int // plainAllowed's result, reused
 	nums map[int64][]int
 }
 
@@ -221,6 +272,10 @@ type cursor struct {
 	pos  int
 	slot int
 	prod []int64 // WithThreadLimits: each limit's product of the decisions taken
+	// out: the template cannot keep within the thread limits (it was
+	// left out by New, or a decision taken rules it out); the cursor only
+	// says what the plain grammar allows.
+	out bool
 }
 
 // Start returns the state of an empty script.
@@ -235,6 +290,9 @@ func (g *Grammar) Start() *State {
 			}
 		}
 		st.live = append(st.live, c)
+	}
+	for _, t := range g.outside {
+		st.live = append(st.live, cursor{t: t, out: true})
 	}
 	return st
 }
@@ -253,22 +311,38 @@ var ErrNotAllowed = errors.New("token not allowed here")
 // duplicates; none once the script is done. The slice is reused by the
 // next call.
 func (st *State) Allowed() []int {
-	st.out = st.out[:0]
+	st.out = st.allowed(st.out[:0], false)
+	return st.out
+}
+
+// plainAllowed is Allowed in the grammar without options (the same set
+// when the grammar has none): what decides whether a position is forced.
+// The slice is reused by the next call.
+func (st *State) plainAllowed() []int {
+	st.pout = st.allowed(st.pout[:0], true)
+	return st.pout
+}
+
+// allowed appends the tokens allowed next to out, sorted, without
+// duplicates: with the grammar's options, or (plain) without.
+func (st *State) allowed(out []int, plain bool) []int {
 	if st.done || st.err != nil {
-		return st.out
+		return out
 	}
 	if st.dec != nil {
-		st.out = st.dec.allowed(st, st.out)
+		out = st.dec.allowed(st, out, plain)
 	} else {
 		for _, c := range st.live {
-			st.out = append(st.out, c.t.toks[c.pos])
+			if plain || !c.out {
+				out = append(out, c.t.toks[c.pos])
+			}
 		}
 	}
-	if len(st.out) > 1 {
-		slices.Sort(st.out)
-		st.out = slices.Compact(st.out)
+	if len(out) > 1 {
+		slices.Sort(out)
+		out = slices.Compact(out)
 	}
-	return st.out
+	return out
 }
 
 // Feed appends one token. A token Allowed does not give is refused with
@@ -389,6 +463,7 @@ type decision struct {
 	maxInner int64   // -1: none
 	symbolic bool    // a loop of symbolic extent: [-1 1 ... 1]
 	cands    []int64 // the values allowed for the number being written
+	all      []int64 // WithThreadLimits: cands before the limits filter them; nil: cands
 	typed    []int   // its tokens so far
 	last     bool    // the last token fed completed the decision
 	chosen   []int64 // the factors of a perfect tile written so far
@@ -462,7 +537,7 @@ func lookup[T schedule.RV](s *trace.Session, inputs []trace.Value) (T, bool) {
 // divisors of what is left such that the factors after it can complete
 // the tiling, the last one forced, the innermost within maxInner.
 func (d *decision) setFactors(st *State) {
-	d.cands, d.typed = d.cands[:0], d.typed[:0]
+	d.cands, d.typed, d.all = d.cands[:0], d.typed[:0], nil
 	if d.k >= d.n {
 		return
 	}
@@ -501,10 +576,19 @@ func (d *decision) setFactors(st *State) {
 	}
 }
 
-// complete reports whether the typed tokens are a whole allowed value,
+// plainCands returns the values the grammar without options allows for
+// the number being written.
+func (d *decision) plainCands() []int64 {
+	if d.all != nil {
+		return d.all
+	}
+	return d.cands
+}
+
+// complete reports whether the typed tokens are a whole value of cands,
 // and which.
-func (d *decision) complete(st *State) (int64, bool) {
-	for _, c := range d.cands {
+func (d *decision) complete(st *State, cands []int64) (int64, bool) {
+	for _, c := range cands {
 		if slices.Equal(st.numTokens(c), d.typed) {
 			return c, true
 		}
@@ -512,31 +596,39 @@ func (d *decision) complete(st *State) (int64, bool) {
 	return 0, false
 }
 
-func (d *decision) allowed(st *State, out []int) []int {
+// allowed appends the tokens allowed next: with the grammar's options, or
+// (plain) without.
+func (d *decision) allowed(st *State, out []int, plain bool) []int {
 	if d.list && !d.opened {
 		return append(out, st.g.open)
 	}
 	if d.list && d.k == d.n {
 		return append(out, st.g.close)
 	}
-	for _, c := range d.cands {
+	cands := d.cands
+	if plain {
+		cands = d.plainCands()
+	}
+	for _, c := range cands {
 		t := st.numTokens(c)
 		if len(t) > len(d.typed) && slices.Equal(t[:len(d.typed)], d.typed) {
 			out = append(out, t[len(d.typed)])
 		}
 	}
 	if len(d.typed) > 0 {
-		if v, ok := d.complete(st); ok {
+		if v, ok := d.complete(st, cands); ok {
 			if !d.list {
 				// A lone number ends with it: what follows the decision.
 				for _, c := range st.live {
-					out = append(out, c.t.toks[c.t.slots[c.slot].end])
+					if plain || !c.out {
+						out = append(out, c.t.toks[c.t.slots[c.slot].end])
+					}
 				}
 			} else {
 				// A factor that a longer one extends: what may follow it.
 				nd := &decision{list: true, opened: true, n: d.n, k: d.k, rest: d.rest, maxInner: d.maxInner, symbolic: d.symbolic, chosen: slices.Clone(d.chosen)}
 				nd.next(st, v)
-				out = nd.allowed(st, out)
+				out = nd.allowed(st, out, plain)
 			}
 		}
 	}
@@ -561,7 +653,7 @@ func (d *decision) feed(st *State, tok int) bool {
 		if len(t) > len(d.typed) && slices.Equal(t[:len(d.typed)], d.typed) && t[len(d.typed)] == tok {
 			d.typed = append(d.typed, tok)
 			if d.list {
-				if v, ok := d.complete(st); ok && !d.extendable(st) {
+				if v, ok := d.complete(st, d.cands); ok && !d.extendable(st) {
 					d.next(st, v)
 				}
 			}
@@ -569,7 +661,7 @@ func (d *decision) feed(st *State, tok int) bool {
 		}
 	}
 	// Not a continuation: the number typed so far is complete.
-	v, _ := d.complete(st)
+	v, _ := d.complete(st, d.cands)
 	d.val = v
 	if d.list {
 		// Only reached when a number could have been extended: tok
@@ -584,10 +676,13 @@ func (d *decision) feed(st *State, tok int) bool {
 	return false
 }
 
-// extendable reports whether a longer allowed value starts with the typed
-// tokens.
+// extendable reports whether a longer value starts with the typed
+// tokens. It asks the grammar without options (a value the thread limits
+// rule out counts), so that a number is complete at the same token with
+// and without them, and the plain allowed set stays what the grammar
+// without options gives.
 func (d *decision) extendable(st *State) bool {
-	for _, c := range d.cands {
+	for _, c := range d.plainCands() {
 		t := st.numTokens(c)
 		if len(t) > len(d.typed) && slices.Equal(t[:len(d.typed)], d.typed) {
 			return true

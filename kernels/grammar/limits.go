@@ -608,6 +608,9 @@ func (c *cursor) base(comp *component) []int64 {
 func (st *State) keep(d *decision, x int64) bool {
 	for i := range st.live {
 		c := &st.live[i]
+		if c.out {
+			continue
+		}
 		comp, idx := c.compOf()
 		if comp == nil {
 			return true
@@ -644,14 +647,16 @@ func (st *State) keep(d *decision, x int64) bool {
 }
 
 // record takes the values of a completed decision into the live cursors'
-// products and drops the cursors whose template can no longer keep within
-// its limits.
+// products and marks out the cursors whose template can no longer keep
+// within its limits (they still count for the plain grammar).
 func (st *State) record(d *decision) {
-	kept := st.live[:0]
-	for _, c := range st.live {
+	for i := range st.live {
+		c := &st.live[i]
+		if c.out {
+			continue
+		}
 		comp, idx := c.compOf()
 		if comp == nil {
-			kept = append(kept, c)
 			continue
 		}
 		values := d.chosen
@@ -660,15 +665,14 @@ func (st *State) record(d *decision) {
 		}
 		v := comp.contribution(c.slot, values, c.base(comp))
 		if !comp.feasible(v, comp.after[idx]) {
+			c.out = true
 			continue
 		}
 		c.prod = slices.Clone(c.prod)
-		for k, i := range comp.cons {
-			c.prod[i] = v[k]
+		for k, j := range comp.cons {
+			c.prod[j] = v[k]
 		}
-		kept = append(kept, c)
 	}
-	st.live = kept
 }
 
 // filter keeps the candidates of d that keep within the limits.
@@ -676,6 +680,7 @@ func (st *State) filter(d *decision) {
 	if !st.g.limited {
 		return
 	}
+	d.all = slices.Clone(d.cands)
 	kept := d.cands[:0]
 	for _, x := range d.cands {
 		if st.keep(d, x) {

@@ -63,7 +63,7 @@ func (st *State) clone() *State {
 	n.live = slices.Clone(st.live)
 	if st.dec != nil {
 		d := *st.dec
-		d.cands, d.typed, d.chosen = slices.Clone(d.cands), slices.Clone(d.typed), slices.Clone(d.chosen)
+		d.cands, d.all, d.typed, d.chosen = slices.Clone(d.cands), slices.Clone(d.all), slices.Clone(d.typed), slices.Clone(d.chosen)
 		n.dec = &d
 	}
 	n.dcd = st.dcd.Fork()
@@ -162,6 +162,11 @@ func TestLimitsExhaustive(t *testing.T) {
 						la = slices.Clone(ls.Allowed())
 						if len(la) == 0 {
 							t.Fatalf("the option allows nothing after %d tokens", len(ls.Tokens()))
+						}
+						// What the limited state says the grammar without
+						// options allows (decision streams' forced positions).
+						if p := ls.plainAllowed(); !slices.Equal(p, a) {
+							t.Fatalf("after %d tokens the limited state's plain set is %v, the plain grammar's %v", len(fs.Tokens()), p, a)
 						}
 					}
 					if len(a) == 1 {

@@ -61,6 +61,20 @@ variable "bench_max_new" {
   }
 }
 
+# The examples' format (docs/encoding.md): "script" (prompt = kernel text, target = the script's
+# tokens) or "decisions" (prompt = the spec's numbers and the blocks' iteration domains, target =
+# the script's decision stream, which the grammar expands losslessly into the script: about 8x
+# fewer tokens an example). The sizes table's *_d rows are the decisions format's.
+variable "format" {
+  type        = string
+  default     = "script"
+  description = "the examples' format: script (kernel text and script tokens) or decisions (spec numbers and decision streams)"
+  validation {
+    condition     = contains(["script", "decisions"], var.format)
+    error_message = "format must be script or decisions."
+  }
+}
+
 # The decoding ablation: each policy benched unconstrained, under the script grammar, and
 # under the grammar that also keeps the GPU's thread limits (random_walk under each grammar
 # mode). Off, the policies decode as rl trains (grammar + gpu_limits) and the bench costs
@@ -131,8 +145,23 @@ locals {
     attempts      = { smoke = 2, small = 2, paper = 4 }         # sampled attempts per task, and one greedy
     bench_max_new = { smoke = 64, small = 512, paper = 1024 }
     bench_trials  = { smoke = 4, small = 8, paper = 1000 }      # the search baseline's trials per task
+    # The decisions format's rows (var.format = "decisions"), in place of the rows of the same
+    # name without _d: its examples are 84 tokens on average (140 at most) against 719 (1,180),
+    # its streams 31 tokens at most with <eos> (docs/pipeline.md ## encode, ## Scales).
+    context_d       = { smoke = 160, small = 160, paper = 256 }
+    steps_d         = { smoke = 20, small = 300, paper = 60000 }
+    batch_d         = { smoke = 8, small = 32, paper = 64 }
+    lr_d            = { smoke = 3e-3, small = 2e-3, paper = 3e-4 }
+    warmup_d        = { smoke = 5, small = 20, paper = 2000 }
+    max_new_d       = { smoke = 48, small = 48, paper = 64 }
+    rl_max_new_d    = { smoke = 48, small = 48, paper = 64 }
+    bench_max_new_d = { smoke = 48, small = 48, paper = 64 }
   }
-  s = { for k, v in local.sizes : k => v[var.scale] }
+  s0 = { for k, v in local.sizes : k => v[var.scale] }
+  # s is the scale's sizes with the format's rows in place.
+  s = merge(local.s0, var.format == "decisions" ? {
+    for k in ["context", "steps", "batch", "lr", "warmup", "max_new", "rl_max_new", "bench_max_new"] : k => local.s0["${k}_d"]
+  } : {})
 }
 
 stage "workloads" {
@@ -168,6 +197,8 @@ stage "encode" {
   refinement        = stage.harvest.out.refinement
   test_construction = stage.harvest.out.test_construction
   test_refinement   = stage.harvest.out.test_refinement
+  format            = var.format
+  seed              = 1 # the grammar's: the seed sft, rl and bench sample with
 }
 
 stage "sft" {

@@ -244,6 +244,20 @@ func (w *kernelWriter) forLine(f *ir.For) error {
 	return nil
 }
 
+// iterVarWord is an iter var as a block line writes it: its kind's letter
+// and extent, then "@min" when its domain does not start at 0 and
+// ":dtype" when it is not int32 (S768, R3@1:int64).
+func iterVarWord(iv ir.IterVar) string {
+	s := iv.Kind.Letter() + strconv.FormatInt(iv.Dom.Extent, 10)
+	if iv.Dom.Min != 0 {
+		s += "@" + strconv.FormatInt(iv.Dom.Min, 10)
+	}
+	if iv.Var.DType() != ir.Int32 {
+		s += ":" + iv.Var.DType().String()
+	}
+	return s
+}
+
 // block writes a block line and what belongs to it. The enclosing
 // realize's values have been written (or are the implicit grid).
 func (w *kernelWriter) block(b *ir.Block) error {
@@ -251,16 +265,7 @@ func (w *kernelWriter) block(b *ir.Block) error {
 	w.b.WriteString(strconv.Quote(b.Name))
 	for _, iv := range b.IterVars {
 		w.b.WriteByte(' ')
-		w.b.WriteString(iv.Kind.Letter())
-		w.b.WriteString(strconv.FormatInt(iv.Dom.Extent, 10))
-		if iv.Dom.Min != 0 {
-			w.b.WriteByte('@')
-			w.b.WriteString(strconv.FormatInt(iv.Dom.Min, 10))
-		}
-		if iv.Var.DType() != ir.Int32 {
-			w.b.WriteByte(':')
-			w.b.WriteString(iv.Var.DType().String())
-		}
+		w.b.WriteString(iterVarWord(iv))
 	}
 	w.b.WriteByte('\n')
 	saveIters, saveLoops := w.iters, w.loops

@@ -112,20 +112,25 @@ func TestCorruptedExamples(t *testing.T) {
 }
 
 // TestDeterministic: the outputs are the same byte for byte on 1 and 4
-// workers, in chunks of 1, 5 and the default, and in two engine runs.
+// workers, in chunks of 1, 5 and the default (in both formats: the
+// decisions format's grammars are built per chunk), and in two engine
+// runs.
 func TestDeterministic(t *testing.T) {
 	voc, err := vocab.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ds := filepath.Join("testdata", "dataset")
-	var first map[string][]byte
-	for _, c := range []struct{ workers, chunk int }{{1, 0}, {4, 0}, {2, 1}, {3, 5}} {
+	firsts := map[string]map[string][]byte{}
+	for _, c := range []struct {
+		format         string
+		workers, chunk int
+	}{{"", 1, 0}, {"", 4, 0}, {"", 2, 1}, {"", 3, 5}, {encode.FormatDecisions, 1, 0}, {encode.FormatDecisions, 4, 0}, {encode.FormatDecisions, 2, 1}, {encode.FormatDecisions, 3, 5}} {
 		out := t.TempDir()
 		err := encode.Encode(context.Background(), encode.Options{
 			Construction: filepath.Join(ds, dataset.ConstructionFile), Refinement: filepath.Join(ds, dataset.RefinementFile),
 			TestConstruction: filepath.Join(ds, dataset.TestConstructionFile), TestRefinement: filepath.Join(ds, dataset.TestRefinementFile),
-			Out: out, Vocab: voc, Workers: c.workers, Chunk: c.chunk,
+			Out: out, Vocab: voc, Workers: c.workers, Chunk: c.chunk, Format: c.format, Seed: encode.DefaultSeed,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -138,13 +143,14 @@ func TestDeterministic(t *testing.T) {
 			}
 			files[f] = b
 		}
+		first := firsts[c.format]
 		if first == nil {
-			first = files
+			firsts[c.format] = files
 			continue
 		}
 		for f, b := range files {
 			if !bytes.Equal(b, first[f]) {
-				t.Errorf("%s differs between 1 worker and %d workers in chunks of %d", f, c.workers, c.chunk)
+				t.Errorf("%s (format %q) differs between 1 worker and %d workers in chunks of %d", f, c.format, c.workers, c.chunk)
 			}
 		}
 	}
@@ -159,7 +165,7 @@ func TestDeterministic(t *testing.T) {
 			t.Errorf("output %s differs between two runs", name)
 		}
 	}
-	if !bytes.Equal(a.out["train"], first[encode.TrainFile]) {
+	if !bytes.Equal(a.out["train"], firsts[""][encode.TrainFile]) {
 		t.Error("the stage's train.jsonl is not Encode's")
 	}
 }

@@ -9,7 +9,19 @@
 //	  refinement        = stage.harvest.out.refinement
 //	  test_construction = stage.harvest.out.test_construction
 //	  test_refinement   = stage.harvest.out.test_refinement
+//	  format            = "decisions"   # optional: "script" (the default) or "decisions"
+//	  seed              = 1             # optional, decisions only: the grammar's seed (as the samplers')
 //	}
+//
+// In "script" format a prompt holds the kernel text and a target is the
+// script's tokens (kernels/encode.Prompt). In "decisions" format a prompt
+// holds the spec and the blocks' iteration domains, a target is the
+// script's decision stream (kernels/encode.DecisionsPrompt): the tokens
+// the workload's grammar (kernels/grammar, built with seed) does not
+// force, which Expand turns back into the script; every line carries
+// "format": "decisions", and the stage checks that each stream expands to
+// its script. format and seed enter the key only in "decisions" format,
+// so a "script" stage keeps its key and outputs.
 //
 // Outputs: train (train.jsonl: prompt and target ids of every training
 // example), heldout (heldout.jsonl: the held-out tasks' prompts), vocab
@@ -43,11 +55,13 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/zclconf/go-cty/cty"
 
 	"dragonx/internal/progress"
 	"dragonx/kernels/dataset"
 	kencode "dragonx/kernels/encode"
+	"dragonx/kernels/grammar"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/vocab"
 	"dragonx/stages"
@@ -64,6 +78,18 @@ const (
 	VocabFile   = "vocab.txt"
 	TextsFile   = "texts.jsonl"
 	ReportFile  = "roundtrip.json"
+)
+
+// Formats of the examples (the stage's format parameter, and the lines'
+// "format" field; a line without one is FormatScript).
+const (
+	// FormatScript: the prompt holds the kernel text, the target is the
+	// script's tokens.
+	FormatScript = "script"
+	// FormatDecisions: the prompt holds the spec's numbers and the blocks'
+	// iteration domains, the target is the script's decision stream
+	// (kernels/grammar's Compact).
+	FormatDecisions = "decisions"
 )
 
 // Task names, as written in the outputs.
@@ -100,14 +126,22 @@ var schema = &hcl.BodySchema{
 		{Name: "refinement", Required: true},
 		{Name: "test_construction", Required: true},
 		{Name: "test_refinement", Required: true},
+		{Name: "format"},
+		{Name: "seed"},
 	},
 }
+
+// DefaultSeed is the seed attribute's default: the seed the sft, rl and
+// bench stages of experiments/paper.hcl sample with.
+const DefaultSeed = 1
 
 // Stage is a decoded encode stage.
 type Stage struct {
 	inputs []stages.Input
 	params []stages.Param
 	vocab  *vocab.Vocab
+	format string
+	seed   int64
 }
 
 // Decode decodes an encode stage body.
@@ -120,7 +154,19 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	if err != nil {
 		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot load the vocabulary", Detail: err.Error(), Subject: dc.DeclRange.Ptr()})
 	}
-	s := &Stage{vocab: voc}
+	s := &Stage{vocab: voc, format: FormatScript, seed: DefaultSeed}
+	if a, ok := content.Attributes["format"]; ok {
+		d := gohcl.DecodeExpression(a.Expr, dc.Eval, &s.format)
+		diags = append(diags, d...)
+		if !d.HasErrors() && s.format != FormatScript && s.format != FormatDecisions {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid format",
+				Detail:  fmt.Sprintf("format is %q; want %q (prompts of kernel text, targets of script tokens) or %q (prompts of the spec's numbers, targets of the script's decisions; docs/encoding.md).", s.format, FormatScript, FormatDecisions),
+				Subject: a.Expr.Range().Ptr()})
+		}
+	}
+	if a, ok := content.Attributes["seed"]; ok {
+		diags = append(diags, gohcl.DecodeExpression(a.Expr, dc.Eval, &s.seed)...)
+	}
 	vals := map[string]cty.Value{}
 	for _, name := range inputNames {
 		a := content.Attributes[name]
@@ -167,11 +213,23 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid vocabulary", Detail: err.Error(), Subject: dc.DeclRange.Ptr()})
 	}
 	s.params = append(s.params, prm)
+	if s.format == FormatDecisions {
+		for _, p := range []struct {
+			name string
+			v    any
+		}{{"format", s.format}, {"seed", s.seed}} {
+			prm, err := stages.GoParam(p.name, p.v)
+			if err != nil {
+				return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + p.name, Detail: err.Error(), Subject: dc.DeclRange.Ptr()})
+			}
+			s.params = append(s.params, prm)
+		}
+	}
 	return s, diags
 }
 
 // Params returns the four inputs (by reference or local path) and the
-// vocabulary's identity.
+// vocabulary's identity, then in "decisions" format the format and seed.
 func (s *Stage) Params() []stages.Param { return s.params }
 
 // Inputs returns the four dataset files.
@@ -215,7 +273,7 @@ func (s *Stage) Run(ctx context.Context, rc *stages.RunContext) error {
 	return Encode(ctx, Options{
 		Construction: files["construction"], Refinement: files["refinement"],
 		TestConstruction: files["test_construction"], TestRefinement: files["test_refinement"],
-		Out: rc.Dir, Vocab: s.vocab, Progress: rep, Log: log,
+		Out: rc.Dir, Vocab: s.vocab, Progress: rep, Log: log, Format: s.format, Seed: s.seed,
 	})
 }
 
@@ -239,6 +297,12 @@ type Options struct {
 	Progress progress.Reporter
 	// Log receives a summary.
 	Log io.Writer
+	// Format is FormatScript (or empty) or FormatDecisions.
+	Format string
+	// Seed seeds the grammar of each workload in FormatDecisions
+	// (grammar.New); it must be the seed the samplers build their
+	// grammars with.
+	Seed int64
 }
 
 // job is one example or held-out task to encode and check.
@@ -281,6 +345,13 @@ func Encode(ctx context.Context, o Options) error {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	switch o.Format {
+	case "":
+		o.Format = FormatScript
+	case FormatScript, FormatDecisions:
+	default:
+		return fmt.Errorf("encode: format %q: want %q or %q", o.Format, FormatScript, FormatDecisions)
+	}
 	if o.Vocab == nil {
 		v, err := vocab.Default()
 		if err != nil {
@@ -288,7 +359,7 @@ func Encode(ctx context.Context, o Options) error {
 		}
 		o.Vocab = v
 	}
-	e := &encoder{o: o, rep: newReport(), outs: map[string]*bufio.Writer{}}
+	e := &encoder{o: o, rep: newReport(o.Format), outs: map[string]*bufio.Writer{}}
 	e.workers = o.Workers
 	if e.workers <= 0 {
 		e.workers = runtime.GOMAXPROCS(0)
@@ -475,6 +546,13 @@ func (e *encoder) flush(ctx context.Context) error {
 		return nil
 	}
 	res := make([]result, len(part))
+	// In decisions format each workload's grammar is built once per chunk
+	// (a workload's examples are next to each other in its file) and
+	// shared by its examples.
+	grammars := &grammarCache{voc: e.o.Vocab, seed: e.o.Seed, m: map[string]*lazyGrammar{}}
+	if e.o.Format != FormatDecisions {
+		grammars = nil
+	}
 	var wg sync.WaitGroup
 	next := make(chan int)
 	var mu sync.Mutex
@@ -484,7 +562,7 @@ func (e *encoder) flush(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				res[i] = encodeJob(ctx, e.o.Vocab, &part[i])
+				res[i] = encodeJob(ctx, e.o.Vocab, grammars, &part[i])
 				mu.Lock()
 				done++
 				e.o.Progress.Report(progress.Event{Done: done, Total: e.total, Unit: "examples"})
@@ -544,6 +622,9 @@ type TrainLine struct {
 	Family string `json:"family"`
 	Prompt []int  `json:"prompt"`
 	Target []int  `json:"target"`
+	// Format is the examples' format: FormatDecisions, or empty for
+	// FormatScript (the lines of a "script" encode carry no format).
+	Format string `json:"format,omitempty"`
 }
 
 // TextLine is one line of texts.jsonl.
@@ -565,6 +646,8 @@ type HeldoutLine struct {
 	ReferenceLatencyS *float64        `json:"reference_latency_s,omitempty"`
 	Source            *HeldoutSource  `json:"source,omitempty"`
 	LatencySource     string          `json:"latency_source,omitempty"`
+	// Format is the prompt's format, as TrainLine.Format.
+	Format string `json:"format,omitempty"`
 }
 
 // HeldoutSource is the existing script of a held-out refinement task.
@@ -574,9 +657,49 @@ type HeldoutSource struct {
 	LatencySource string  `json:"latency_source"`
 }
 
-// encodeJob checks one example's round trips and writes its lines.
-func encodeJob(ctx context.Context, voc *vocab.Vocab, j *job) result {
-	r, err := encodeJobErr(ctx, voc, j)
+// grammarCache holds the grammars of the workloads of a chunk.
+type grammarCache struct {
+	voc  *vocab.Vocab
+	seed int64
+	mu   sync.Mutex
+	m    map[string]*lazyGrammar // by workload hash
+}
+
+type lazyGrammar struct {
+	once sync.Once
+	g    *grammar.Grammar
+	err  error
+}
+
+// get returns the plain grammar (no options: the streams do not depend on
+// them) of w, f being its function, built on the first call.
+func (c *grammarCache) get(ctx context.Context, w *dataset.Workload, f *ir.PrimFunc) (*grammar.Grammar, error) {
+	c.mu.Lock()
+	l := c.m[w.Hash]
+	if l == nil {
+		l = &lazyGrammar{}
+		c.m[w.Hash] = l
+	}
+	c.mu.Unlock()
+	l.once.Do(func() {
+		l.g, l.err = grammar.New(ctx, f, c.voc, c.seed)
+		if l.err != nil {
+			l.err = fmt.Errorf("the workload's grammar: %w", l.err)
+		}
+	})
+	return l.g, l.err
+}
+
+// encodeJob checks one example's round trips and writes its lines; with
+// grammars, in decisions format.
+func encodeJob(ctx context.Context, voc *vocab.Vocab, grammars *grammarCache, j *job) result {
+	var r result
+	var err error
+	if grammars != nil {
+		r, err = encodeDecisions(ctx, voc, grammars, j)
+	} else {
+		r, err = encodeJobErr(ctx, voc, j)
+	}
 	if err != nil {
 		return result{err: fmt.Errorf("%s:%d (%s %s): %w", j.file, j.line, j.w.Family, short(j.w.Hash), err)}
 	}
@@ -590,31 +713,34 @@ func short(h string) string {
 	return h
 }
 
-func encodeJobErr(ctx context.Context, voc *vocab.Vocab, j *job) (result, error) {
-	var r result
+// checkExample checks the example's kernel text and scripts (both formats
+// do): the kernel text rebuilds the workload's function, which it returns,
+// and every script decodes on it to its trace.
+func checkExample(ctx context.Context, j *job) (*ir.PrimFunc, int, error) {
 	w := j.w
+	scripts := 0
 	// The kernel text: it rebuilds the workload's function.
 	built, err := w.Spec.Build()
 	if err != nil {
-		return r, fmt.Errorf("the workload does not build: %w", err)
+		return nil, 0, fmt.Errorf("the workload does not build: %w", err)
 	}
 	want := ir.Hash(built)
 	if h := fmt.Sprintf("%016x", want); h != w.StructHash {
-		return r, fmt.Errorf("struct_hash %s is not the structural hash of the workload's function (%s)", w.StructHash, h)
+		return nil, 0, fmt.Errorf("struct_hash %s is not the structural hash of the workload's function (%s)", w.StructHash, h)
 	}
 	f, err := kencode.ParseKernel([]byte(w.Kernel))
 	if err != nil {
-		return r, fmt.Errorf("the kernel text does not parse: %w", err)
+		return nil, 0, fmt.Errorf("the kernel text does not parse: %w", err)
 	}
 	if have := ir.Hash(f); have != want {
-		return r, fmt.Errorf("the kernel text rebuilds a function of structural hash %016x, the workload's is %016x", have, want)
+		return nil, 0, fmt.Errorf("the kernel text rebuilds a function of structural hash %016x, the workload's is %016x", have, want)
 	}
 	again, err := kencode.Kernel(f)
 	if err != nil {
-		return r, fmt.Errorf("the rebuilt function has no kernel text: %w", err)
+		return nil, 0, fmt.Errorf("the rebuilt function has no kernel text: %w", err)
 	}
 	if d := firstDiff([]byte(w.Kernel), again); d != "" {
-		return r, fmt.Errorf("the kernel text is written back differently: %s", d)
+		return nil, 0, fmt.Errorf("the kernel text is written back differently: %s", d)
 	}
 	// The scripts: each decodes, on the rebuilt function, to its trace.
 	checkScript := func(what string, s *dataset.Script) error {
@@ -628,24 +754,36 @@ func encodeJobErr(ctx context.Context, voc *vocab.Vocab, j *job) (result, error)
 		if d := firstDiff(s.Trace, []byte(tr.String())); d != "" {
 			return fmt.Errorf("the %s script decodes to another trace than the example's: %s", what, d)
 		}
-		r.scripts++
+		scripts++
 		return nil
+	}
+	if j.source != nil {
+		if err := checkScript("source", j.source); err != nil {
+			return nil, 0, err
+		}
+	}
+	if j.target != nil {
+		if err := checkScript("target", j.target); err != nil {
+			return nil, 0, err
+		}
+	}
+	return f, scripts, nil
+}
+
+func encodeJobErr(ctx context.Context, voc *vocab.Vocab, j *job) (result, error) {
+	var r result
+	w := j.w
+	var err error
+	if _, r.scripts, err = checkExample(ctx, j); err != nil {
+		return r, err
 	}
 	p := kencode.Prompt{Kernel: []byte(w.Kernel), Bucket: -1}
 	if j.source != nil {
-		if err := checkScript("source", j.source); err != nil {
-			return r, err
-		}
 		b, err := kencode.LatencyBucket(j.source.LatencyS)
 		if err != nil {
 			return r, fmt.Errorf("the source script: %w", err)
 		}
 		p.Script, p.Bucket = []byte(j.source.Script), b
-	}
-	if j.target != nil {
-		if err := checkScript("target", j.target); err != nil {
-			return r, err
-		}
 	}
 	promptText, err := p.Format()
 	if err != nil {
@@ -723,6 +861,112 @@ func encodeJobErr(ctx context.Context, voc *vocab.Vocab, j *job) (result, error)
 		return r, err
 	}
 	if r.text, err = marshalLine(TextLine{Task: j.task, Hash: w.Hash, Prompt: string(promptText), Target: string(p.Target)}); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// encodeDecisions encodes one example in decisions format: the checks of
+// checkExample, then each script's decision stream, which must expand
+// (grammar.Expand) to the script's tokens, and the prompt's ids, which
+// must parse (kencode.ParseDecisionsPrompt) into the same parts.
+func encodeDecisions(ctx context.Context, voc *vocab.Vocab, grammars *grammarCache, j *job) (result, error) {
+	var r result
+	w := j.w
+	f, scripts, err := checkExample(ctx, j)
+	if err != nil {
+		return r, err
+	}
+	r.scripts = scripts
+	g, err := grammars.get(ctx, w, f)
+	if err != nil {
+		return r, err
+	}
+	eos, _ := voc.ID(vocab.EOS)
+	stream := func(what string, s *dataset.Script) ([]int, error) {
+		ids, err := voc.Encode(s.Script)
+		if err != nil {
+			return nil, fmt.Errorf("the %s script does not tokenize: %w", what, err)
+		}
+		if err := checkTokens(voc, what+" script", []byte(s.Script), ids); err != nil {
+			return nil, err
+		}
+		ids = append(ids, eos)
+		st, err := g.Compact(ids)
+		if err != nil {
+			return nil, fmt.Errorf("the %s script has no decision stream: %w", what, err)
+		}
+		back, err := g.Expand(st)
+		if err != nil {
+			return nil, fmt.Errorf("the %s script's decision stream does not expand: %w", what, err)
+		}
+		if !equalInts(back, ids) {
+			return nil, fmt.Errorf("the %s script's decision stream expands to another script", what)
+		}
+		return st, nil
+	}
+	p := kencode.DecisionsPrompt{Spec: w.Spec, Func: f, Bucket: -1}
+	if j.source != nil {
+		src, err := stream("source", j.source)
+		if err != nil {
+			return r, err
+		}
+		if p.Bucket, err = kencode.LatencyBucket(j.source.LatencyS); err != nil {
+			return r, fmt.Errorf("the source script: %w", err)
+		}
+		p.Source = src[:len(src)-1]
+	}
+	promptIDs, err := p.Format(voc)
+	if err != nil {
+		return r, err
+	}
+	r.prompt = len(promptIDs)
+	full := promptIDs
+	if j.target != nil {
+		if p.Target, err = stream("target", j.target); err != nil {
+			return r, err
+		}
+		if full, err = p.Format(voc); err != nil {
+			return r, err
+		}
+		if !equalInts(full[:len(promptIDs)], promptIDs) || !equalInts(full[len(promptIDs):], p.Target) {
+			return r, errors.New("the prompt's ids followed by the target's are not the example's ids")
+		}
+	}
+	// The ids parse back into the same parts.
+	q, err := kencode.ParseDecisionsPrompt(voc, full)
+	if err != nil {
+		return r, fmt.Errorf("the prompt does not parse: %w", err)
+	}
+	if q.Bucket != p.Bucket || (q.Source == nil) != (p.Source == nil) || !equalInts(q.Source, p.Source) || !equalInts(q.Target, p.Target) ||
+		q.Func == nil || ir.Hash(q.Func) != ir.Hash(f) {
+		return r, errors.New("the prompt parses into other parts")
+	}
+	promptText, err := voc.Decode(promptIDs)
+	if err != nil {
+		return r, fmt.Errorf("the prompt tokens do not decode: %w", err)
+	}
+	if j.test {
+		line := HeldoutLine{Task: j.task, Index: j.index, Hash: w.Hash, Family: w.Family, Prompt: promptIDs,
+			ReferenceLatencyS: j.refLatency, LatencySource: j.latencySource, Format: FormatDecisions}
+		if line.Workload, err = w.Spec.MarshalJSON(); err != nil {
+			return r, err
+		}
+		if j.source != nil {
+			line.Source = &HeldoutSource{Script: j.source.Script, LatencyS: j.source.LatencyS, LatencySource: j.source.LatencySource}
+		}
+		r.heldout, err = marshalLine(line)
+		return r, err
+	}
+	r.target = len(p.Target)
+	targetText, err := voc.Decode(p.Target[:len(p.Target)-1])
+	if err != nil {
+		return r, fmt.Errorf("the target stream does not decode: %w", err)
+	}
+	if r.train, err = marshalLine(TrainLine{Task: j.task, Hash: w.Hash, Family: w.Family, Prompt: promptIDs, Target: p.Target, Format: FormatDecisions}); err != nil {
+		return r, err
+	}
+	if r.text, err = marshalLine(TextLine{Task: j.task, Hash: w.Hash, Prompt: promptText, Target: targetText}); err != nil {
 		return r, err
 	}
 	return r, nil
@@ -806,6 +1050,8 @@ func writeVocab(path string, voc *vocab.Vocab) error {
 
 // Report is roundtrip.json.
 type Report struct {
+	// Format is the examples' format; absent for FormatScript.
+	Format string `json:"format,omitempty"`
 	// Examples and HeldOut count the training examples and held-out tasks
 	// by task.
 	Examples map[string]int `json:"examples"`
@@ -850,8 +1096,11 @@ type reportBuilder struct {
 	prompt, target, total, heldout []int
 }
 
-func newReport() *reportBuilder {
+func newReport(format string) *reportBuilder {
 	b := &reportBuilder{}
+	if format == FormatDecisions {
+		b.r.Format = format
+	}
 	b.r.Examples = map[string]int{TaskConstruction: 0, TaskRefinement: 0}
 	b.r.HeldOut = map[string]int{TaskConstruction: 0, TaskRefinement: 0}
 	b.r.Fit = map[string]int{}

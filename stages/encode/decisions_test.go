@@ -1,0 +1,226 @@
+package encode_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"dragonx/kernels/encode"
+	"dragonx/kernels/grammar"
+	"dragonx/kernels/vocab"
+	"dragonx/kernels/workload"
+	"dragonx/stages"
+	sencode "dragonx/stages/encode"
+)
+
+// decisionsExp is example.hcl in decisions format.
+func decisionsExp(t *testing.T, extra string) (string, []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "example.hcl")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.LastIndex(string(src), "}")
+	return path, []byte(string(src[:i]) + extra + "}\n")
+}
+
+// TestDecisionsFormat encodes testdata/dataset in both formats: the
+// decisions lines carry the format, their prompts parse, and every
+// target's stream expands (grammar.Expand, seed 1 as the samplers') to
+// the script format's target of the same example; the texts are the
+// golden's.
+func TestDecisionsFormat(t *testing.T) {
+	path, src := decisionsExp(t, "  format = \"decisions\"\n")
+	dec := runExperiment(t, path, src)
+	if dec.status != stages.StatusRan {
+		t.Fatalf("stage %s: %v", dec.status, dec.err)
+	}
+	path, src = decisionsExp(t, "")
+	scr := runExperiment(t, path, src)
+	if scr.status != stages.StatusRan {
+		t.Fatalf("stage %s: %v", scr.status, scr.err)
+	}
+	voc, err := vocab.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(dec.out["vocab"]) != string(scr.out["vocab"]) {
+		t.Error("the decisions format's vocabulary is not the script format's")
+	}
+	ctx := context.Background()
+	grammars := map[string]*grammar.Grammar{}
+	grammarOf := func(js []byte) *grammar.Grammar {
+		s, err := workload.Parse(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := grammars[s.Hash()]; g != nil {
+			return g
+		}
+		f, err := s.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := grammar.New(ctx, f, voc, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grammars[s.Hash()] = g
+		return g
+	}
+	// The workload of a training line: the dataset's line of the same
+	// position (construction, then refinement).
+	var specs [][]byte
+	for _, f := range []string{"construction.jsonl", "refinement.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "dataset", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lines(b) {
+			var w struct {
+				Workload json.RawMessage `json:"workload"`
+			}
+			if err := json.Unmarshal(l, &w); err != nil {
+				t.Fatal(err)
+			}
+			specs = append(specs, w.Workload)
+		}
+	}
+	dl, sl := lines(dec.out["train"]), lines(scr.out["train"])
+	if len(dl) != len(sl) || len(dl) != len(specs) {
+		t.Fatalf("%d decisions lines, %d script lines, %d examples", len(dl), len(sl), len(specs))
+	}
+	for i := range dl {
+		var d, s sencode.TrainLine
+		if err := json.Unmarshal(dl[i], &d); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(sl[i], &s); err != nil {
+			t.Fatal(err)
+		}
+		if d.Format != sencode.FormatDecisions || s.Format != "" || d.Task != s.Task || d.Hash != s.Hash {
+			t.Fatalf("line %d: format %q/%q, task %s/%s", i+1, d.Format, s.Format, d.Task, s.Task)
+		}
+		g := grammarOf(specs[i])
+		back, err := g.Expand(d.Target)
+		if err != nil {
+			t.Fatalf("line %d: the stream does not expand: %v", i+1, err)
+		}
+		if !slices.Equal(back, s.Target) {
+			t.Fatalf("line %d: the stream expands to another script than the script format's target", i+1)
+		}
+		if len(d.Target)*4 > len(s.Target) || len(d.Prompt) >= len(s.Prompt) {
+			t.Errorf("line %d: %d + %d tokens in decisions format, %d + %d in script format", i+1, len(d.Prompt), len(d.Target), len(s.Prompt), len(s.Target))
+		}
+		p, err := encode.ParseDecisionsPrompt(voc, d.Prompt)
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		if (p.Source != nil) != (d.Task == sencode.TaskRefinement) {
+			t.Fatalf("line %d: a %s prompt with source %v", i+1, d.Task, p.Source)
+		}
+	}
+	hl := lines(dec.out["heldout"])
+	for i, l := range hl {
+		var h sencode.HeldoutLine
+		if err := json.Unmarshal(l, &h); err != nil {
+			t.Fatal(err)
+		}
+		p, err := encode.ParseDecisionsPrompt(voc, h.Prompt)
+		if err != nil || h.Format != sencode.FormatDecisions || len(p.Target) != 0 || (p.Source != nil) != (h.Source != nil) {
+			t.Fatalf("held-out line %d: format %q: %v", i+1, h.Format, err)
+		}
+		if h.Source != nil {
+			// The prompt's source is the stream of the line's script.
+			ids, err := voc.Encode(h.Source.Script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eos, _ := voc.ID(vocab.EOS)
+			back, err := grammarOf(h.Workload).Expand(append(slices.Clone(p.Source), eos))
+			if err != nil || !slices.Equal(back, append(ids, eos)) {
+				t.Fatalf("held-out line %d: the source stream does not expand to the source script (%v)", i+1, err)
+			}
+		}
+	}
+	var rep sencode.Report
+	if err := json.Unmarshal(dec.out["report"], &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Format != sencode.FormatDecisions || rep.Tokens.Target.Max >= rep.Tokens.Prompt.Max {
+		t.Errorf("report: format %q, tokens %+v", rep.Format, rep.Tokens)
+	}
+	golden := filepath.Join("testdata", "decisions_texts.golden")
+	got := string(dec.out["texts"])
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("texts.jsonl differs from %s (-update rewrites it):\n%s", golden, got)
+	}
+}
+
+// TestFormatKey: without format, and with format = "script", the stage
+// has the same parameters (so the keys of existing experiments hold);
+// decisions format and its seed change them; another format is refused.
+func TestFormatKey(t *testing.T) {
+	params := func(extra string) (string, error) {
+		path, src := decisionsExp(t, extra)
+		cfg, diags := stages.LoadSource(path, src, stages.LoadOptions{})
+		if diags.HasErrors() {
+			return "", diags
+		}
+		var out []string
+		for _, st := range cfg.Instances {
+			for _, p := range st.Stage.Params() {
+				b, _ := json.Marshal(p)
+				out = append(out, string(b))
+			}
+		}
+		return strings.Join(out, "\n"), nil
+	}
+	plain, err := params("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		extra string
+		same  bool
+		err   string
+	}{
+		{`  format = "script"` + "\n", true, ""},
+		{`  format = "script"` + "\n  seed = 3\n", true, ""},
+		{`  format = "decisions"` + "\n", false, ""},
+		{`  format = "tokens"` + "\n", false, "want \"script\""},
+	} {
+		got, err := params(c.extra)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want %q", c.extra, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", c.extra, err)
+		}
+		if (got == plain) != c.same {
+			t.Errorf("%q: the same parameters: %v, want %v", c.extra, got == plain, c.same)
+		}
+	}
+	d1, _ := params("  format = \"decisions\"\n")
+	d2, _ := params("  format = \"decisions\"\n  seed = 2\n")
+	if d1 == d2 {
+		t.Error("the seed does not enter the decisions format's parameters")
+	}
+}

@@ -7,6 +7,7 @@
 //	  seed             = 1      # default 1
 //	  test_fraction    = 0.1    # default 0.1, in [0, 1)
 //	  hold_out_network = ""     # default none; a network of the layer tables
+//	  hold_out_networks = []    # default none; more networks held out (not with hold_out_network)
 //	  benchmarks       = true   # default true: the 52 benchmark shapes, all in test
 //	}
 //
@@ -66,6 +67,7 @@ var schema = &hcl.BodySchema{
 		{Name: "seed"},
 		{Name: "test_fraction"},
 		{Name: "hold_out_network"},
+		{Name: "hold_out_networks"},
 		{Name: "benchmarks"},
 	},
 }
@@ -138,22 +140,26 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	if a, v, ok := value("hold_out_network", cty.String); ok {
 		name := v.AsString()
 		if name != "" {
-			nets, err := corpus.Networks()
-			if err != nil {
-				diags = append(diags, attrError(a, "Cannot read the layer tables", err.Error()))
-			} else {
-				var names []string
-				found := false
-				for _, n := range nets {
-					names = append(names, n.Name)
-					found = found || n.Name == name
-				}
-				if !found {
-					diags = append(diags, attrError(a, "Unknown network", fmt.Sprintf("hold_out_network %q is not a network of the layer tables; valid names: %s.", name, strings.Join(names, ", "))))
-				}
-			}
+			diags = append(diags, checkNetwork(a, "hold_out_network", name)...)
 		}
 		s.opts.HoldOutNetwork = name
+	}
+	if a, v, ok := value("hold_out_networks", cty.List(cty.String)); ok {
+		seen := map[string]bool{}
+		for _, e := range v.AsValueSlice() {
+			if e.IsNull() {
+				diags = append(diags, attrError(a, "Invalid hold_out_networks", "hold_out_networks must list network names, not null."))
+				continue
+			}
+			name := e.AsString()
+			if seen[name] || name == s.opts.HoldOutNetwork {
+				diags = append(diags, attrError(a, "Invalid hold_out_networks", fmt.Sprintf("hold_out_networks names %q twice (with hold_out_network).", name)))
+				continue
+			}
+			seen[name] = true
+			diags = append(diags, checkNetwork(a, "hold_out_networks", name)...)
+			s.opts.HoldOutNetworks = append(s.opts.HoldOutNetworks, name)
+		}
 	}
 	if _, v, ok := value("benchmarks", cty.Bool); ok {
 		benchmarks = v.True()
@@ -172,7 +178,11 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	}{
 		{"count", s.opts.Count}, {"seed", s.opts.Seed}, {"test_fraction", s.opts.TestFraction},
 		{"hold_out_network", s.opts.HoldOutNetwork}, {"benchmarks", benchmarks},
+		{"hold_out_networks", s.opts.HoldOutNetworks},
 	} {
+		if p.name == "hold_out_networks" && len(s.opts.HoldOutNetworks) == 0 {
+			continue // none: the keys of the stages without it stay as they were
+		}
 		prm, err := stages.GoParam(p.name, p.v)
 		if err != nil {
 			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + p.name, Detail: err.Error() + ".", Subject: dc.DeclRange.Ptr()})
@@ -180,6 +190,23 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		s.params = append(s.params, prm)
 	}
 	return s, diags
+}
+
+// checkNetwork says if name (the value of attribute a) is no network of the
+// layer tables.
+func checkNetwork(a *hcl.Attribute, attr, name string) hcl.Diagnostics {
+	nets, err := corpus.Networks()
+	if err != nil {
+		return hcl.Diagnostics{attrError(a, "Cannot read the layer tables", err.Error())}
+	}
+	var names []string
+	for _, n := range nets {
+		if n.Name == name {
+			return nil
+		}
+		names = append(names, n.Name)
+	}
+	return hcl.Diagnostics{attrError(a, "Unknown network", fmt.Sprintf("%s %q is not a network of the layer tables; valid names: %s.", attr, name, strings.Join(names, ", ")))}
 }
 
 func attrError(a *hcl.Attribute, summary, detail string) *hcl.Diagnostic {
@@ -197,7 +224,7 @@ func integer(v cty.Value) (int64, bool) {
 }
 
 // Params returns count, seed, test_fraction, hold_out_network and
-// benchmarks, defaults filled in.
+// benchmarks, defaults filled in, and hold_out_networks when it lists any.
 func (s *Stage) Params() []stages.Param { return s.params }
 
 // Inputs returns nothing: the layer tables are part of the binary (and of

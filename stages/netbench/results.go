@@ -79,14 +79,14 @@ type NetPoint struct {
 	LatencyUS *float64 `json:"latency_us"`
 	Covered   int      `json:"covered"`
 	Subgraphs int      `json:"subgraphs"`
-	// Trials is the compile cost in measured candidates over all
-	// subgraphs (the search's measured trials; an entry's attempts that
-	// were measured, i.e. correct); Attempts an entry's attempts (k per
-	// subgraph); WallS the search's wall time summed over the subgraphs
-	// (null for an entry: the bench's time is BenchWallS).
-	Trials   int      `json:"trials"`
-	Attempts int      `json:"attempts,omitempty"`
-	WallS    *float64 `json:"wall_s"`
+	// Trials is the compile cost in candidates over all subgraphs: the
+	// search's measured trials, an entry's attempts (k per subgraph; each
+	// is compiled and checked, the correct ones measured: Correct). WallS
+	// is the search's wall time summed over the subgraphs (null for an
+	// entry: the bench block's time is BenchWallS).
+	Trials  int      `json:"trials"`
+	Correct int      `json:"correct,omitempty"`
+	WallS   *float64 `json:"wall_s"`
 	// RatioToSearch is LatencyUS over the search's at its largest budget,
 	// TrialsSaved that search's Trials over Trials (null when either is
 	// missing).
@@ -330,8 +330,8 @@ func (s *Stage) assemble(nets []netSubgraphs, searches map[string][]SearchPoint,
 				for i, sg := range n.subgraphs {
 					best, nAtt, correct, src := bestOfK(perEntry[e][sg.Hash], k)
 					lats[i] = best
-					p.Attempts += nAtt
-					p.Trials += correct
+					p.Trials += nAtt
+					p.Correct += correct
 					nr.Subgraphs[i].Entries = append(nr.Subgraphs[i].Entries, EntryPoint{Entry: e, K: k, Attempts: nAtt, Correct: correct, LatencyUS: best, Source: src})
 				}
 				p.LatencyUS, p.Covered = networkLatency(n.subgraphs, func(i int) *float64 { return lats[i] })
@@ -376,11 +376,11 @@ func writeOutputs(dir string, res *Results) error {
 // csvOf is networks.csv: one row per network and point.
 func csvOf(res *Results) []byte {
 	var b strings.Builder
-	b.WriteString("network,variant,entry,budget,latency_us,source,covered,subgraphs,trials,attempts,wall_s,ratio_to_search,trials_saved\n")
+	b.WriteString("network,variant,entry,budget,latency_us,source,covered,subgraphs,trials,correct,wall_s,ratio_to_search,trials_saved\n")
 	for _, n := range res.Networks {
 		for _, p := range n.Points {
 			fmt.Fprintf(&b, "%s,%s,%s,%d,%s,%s,%d,%d,%d,%d,%s,%s,%s\n", n.Network, csvQuote(n.Variant), csvQuote(p.Entry), p.Budget,
-				csvFloat(p.LatencyUS), res.Source, p.Covered, p.Subgraphs, p.Trials, p.Attempts, csvFloat(p.WallS), csvFloat(p.RatioToSearch), csvFloat(p.TrialsSaved))
+				csvFloat(p.LatencyUS), res.Source, p.Covered, p.Subgraphs, p.Trials, p.Correct, csvFloat(p.WallS), csvFloat(p.RatioToSearch), csvFloat(p.TrialsSaved))
 		}
 	}
 	return []byte(b.String())
@@ -406,7 +406,7 @@ func tableOf(res *Results) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Network latency (sum of count x latency over the distinct subgraphs; %s%s), against the search at %d trials per subgraph.\n\n",
 		res.Source, simulatedNote(res.Source), res.SearchTrials[len(res.SearchTrials)-1])
-	b.WriteString("| network | entry | budget | latency µs | subgraphs correct | ratio to search's best | measured trials | trials saved |\n")
+	b.WriteString("| network | entry | budget | latency µs | subgraphs correct | ratio to search's best | trials | trials saved |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, n := range res.Networks {
 		for _, p := range n.Points {

@@ -814,9 +814,8 @@ func (c *Config) decodeForEach(a *hcl.Attribute) (map[string]cty.Value, hcl.Diag
 	default:
 		return bad(fmt.Sprintf("The value has type %s.", t.FriendlyName()))
 	}
-	if len(out) == 0 {
-		return bad("The collection is empty, so the stage would have no instances.")
-	}
+	// An empty collection gives no instance: a stage switched off by a
+	// variable (for_each = var.on ? toset(["x"]) : toset([])).
 	return out, nil
 }
 

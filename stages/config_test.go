@@ -273,3 +273,59 @@ variable "x" {
 		t.Errorf("a validation without error_message: %v", diags)
 	}
 }
+
+// TestForEachEmpty: a for_each over an empty collection gives no instance
+// (a stage switched off by a variable); a for expression over it sees
+// none, and a reference to one of its instances is an error.
+func TestForEachEmpty(t *testing.T) {
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "x.hcl")
+	src := `
+variable "on" {
+  type    = bool
+  default = false
+}
+stage "opt" {
+  kind     = "exec"
+  for_each = var.on ? toset(["x"]) : toset([])
+  command  = "echo > y"
+  outputs  = { y = "y" }
+}
+stage "all" {
+  kind    = "exec"
+  command = "cat in/* > z || true"
+  inputs  = { for k, r in stage.opt : "in/${k}" => r.out.y }
+  outputs = { z = "z" }
+}
+`
+	if err := os.WriteFile(exp, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		vars []string
+		want string
+	}{{nil, "all<-"}, {[]string{"on=true"}, `opt["x"]<- all<-opt["x"]`}} {
+		cfg, diags := stages.Load(exp, stages.LoadOptions{Vars: tc.vars})
+		if diags.HasErrors() {
+			t.Fatalf("vars %v: %s", tc.vars, diags.Error())
+		}
+		var got []string
+		for _, inst := range cfg.Instances {
+			var deps []string
+			for _, d := range inst.Deps {
+				deps = append(deps, d.Short())
+			}
+			got = append(got, inst.Addr.Short()+"<-"+strings.Join(deps, ","))
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("vars %v: instances %q, want %q", tc.vars, got, tc.want)
+		}
+	}
+	ref := strings.Replace(src, `{ for k, r in stage.opt : "in/${k}" => r.out.y }`, `{ "in/x" = stage.opt["x"].out.y }`, 1)
+	if err := os.WriteFile(exp, []byte(ref), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, diags := stages.Load(exp, stages.LoadOptions{}); !diags.HasErrors() {
+		t.Error("a reference to an instance of a stage without instances: no error")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"dragonx/stages"
 	_ "dragonx/stages/exec"
@@ -327,5 +328,24 @@ stage "all" {
 	}
 	if _, diags := stages.Load(exp, stages.LoadOptions{}); !diags.HasErrors() {
 		t.Error("a reference to an instance of a stage without instances: no error")
+	}
+}
+
+func TestWholeNumber(t *testing.T) {
+	for _, tc := range []struct {
+		v     cty.Value
+		n     int64
+		whole bool
+	}{
+		{cty.NumberIntVal(7), 7, true},
+		{cty.NumberIntVal(-3), -3, true},
+		{cty.NumberFloatVal(2.5), 0, false},
+		{cty.MustParseNumberVal("1e30"), 0, false},
+		{cty.NullVal(cty.Number), 0, false},
+		{cty.StringVal("7"), 0, false},
+	} {
+		if n, ok := stages.WholeNumber(tc.v); n != tc.n || ok != tc.whole {
+			t.Errorf("WholeNumber(%#v) = %d, %v; want %d, %v", tc.v, n, ok, tc.n, tc.whole)
+		}
 	}
 }

@@ -34,14 +34,12 @@ package netbench
 
 import (
 	"fmt"
-	"math/big"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 
 	"dragonx/kernels/corpus"
 	"dragonx/kernels/gpumodel"
@@ -122,30 +120,14 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	}
 	s := &Stage{threads: defaultThreads, p: Params{Variant: map[string]int64{}, SearchTrials: defaultSearchTrials, K: defaultK, Target: defaultTarget, Numeric: true, Seed: 1}}
 	value := func(name string, want cty.Type) (*hcl.Attribute, cty.Value, bool) {
-		a, ok := content.Attributes[name]
-		if !ok {
-			return nil, cty.NilVal, false
-		}
-		v, d := a.Expr.Value(dc.Eval)
+		a, v, d, ok := stages.AttrValue(content, name, want, dc.Eval)
 		diags = append(diags, d...)
-		if d.HasErrors() {
-			return nil, cty.NilVal, false
-		}
-		if _, isRef := stages.AsArtifact(v); isRef || v.IsNull() {
-			diags = append(diags, diag("Invalid "+name, fmt.Sprintf("%s must be a %s.", name, want.FriendlyName()), a.Expr.Range()))
-			return nil, cty.NilVal, false
-		}
-		cv, err := convert.Convert(v, want)
-		if err != nil {
-			diags = append(diags, diag("Invalid "+name, fmt.Sprintf("%s must be a %s, not %s.", name, want.FriendlyName(), v.Type().FriendlyName()), a.Expr.Range()))
-			return nil, cty.NilVal, false
-		}
-		return a, cv, true
+		return a, v, ok
 	}
 	ints := func(name string, lo, hi int64, v cty.Value, rng hcl.Range) []int {
 		var out []int
 		for _, e := range v.AsValueSlice() {
-			n, ok := wholeNumber(e)
+			n, ok := stages.WholeNumber(e)
 			if !ok || n < lo || n > hi {
 				diags = append(diags, diag("Invalid "+name, fmt.Sprintf("%s must list whole numbers from %d to %d.", name, lo, hi), rng))
 				return nil
@@ -185,7 +167,7 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	}
 	if a, v, ok := value("variant", cty.Map(cty.Number)); ok {
 		for name, e := range v.AsValueMap() {
-			n, ok := wholeNumber(e)
+			n, ok := stages.WholeNumber(e)
 			if !ok {
 				diags = append(diags, diag("Invalid variant", fmt.Sprintf("variant %s must be a whole number.", name), a.Expr.Range()))
 				continue
@@ -224,14 +206,14 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		s.p.Numeric = v.True()
 	}
 	if a, v, ok := value("seed", cty.Number); ok {
-		if n, isInt := wholeNumber(v); isInt {
+		if n, isInt := stages.WholeNumber(v); isInt {
 			s.p.Seed = n
 		} else {
 			diags = append(diags, diag("Invalid seed", "seed must be a whole number.", a.Expr.Range()))
 		}
 	}
 	if a, v, ok := value("threads", cty.Number); ok {
-		n, isInt := wholeNumber(v)
+		n, isInt := stages.WholeNumber(v)
 		if !isInt || n < 1 || n > 256 {
 			diags = append(diags, diag("Invalid threads", "threads must be 1 to 256 searches at once (not in the key).", a.Expr.Range()))
 		} else {
@@ -296,19 +278,6 @@ func benchRows(sp bench.Spec) int {
 		n++
 	}
 	return n
-}
-
-// wholeNumber returns v as an int64 if it is a whole number in range.
-func wholeNumber(v cty.Value) (int64, bool) {
-	if v.IsNull() || !v.Type().Equals(cty.Number) {
-		return 0, false
-	}
-	bf := v.AsBigFloat()
-	if !bf.IsInt() {
-		return 0, false
-	}
-	n, acc := bf.Int64()
-	return n, acc == big.Exact
 }
 
 // Params returns networks, variant, search_trials, k, target, numeric and

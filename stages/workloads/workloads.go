@@ -23,14 +23,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 
 	"dragonx/internal/progress"
 	"dragonx/kernels/corpus"
@@ -87,32 +85,12 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	s := &Stage{opts: corpus.Options{Seed: 1, TestFraction: 0.1}}
 	benchmarks := true
 	value := func(name string, want cty.Type) (*hcl.Attribute, cty.Value, bool) {
-		a, ok := content.Attributes[name]
-		if !ok {
-			return nil, cty.NilVal, false
-		}
-		v, d := a.Expr.Value(dc.Eval)
+		a, v, d, ok := stages.AttrValue(content, name, want, dc.Eval)
 		diags = append(diags, d...)
-		if d.HasErrors() {
-			return nil, cty.NilVal, false
-		}
-		if v.IsNull() {
-			diags = append(diags, attrError(a, "Invalid "+name, fmt.Sprintf("%s must be a %s, not null.", name, want.FriendlyName())))
-			return nil, cty.NilVal, false
-		}
-		if _, isRef := stages.AsArtifact(v); isRef {
-			diags = append(diags, attrError(a, "Invalid "+name, fmt.Sprintf("%s must be a %s, not a stage output.", name, want.FriendlyName())))
-			return nil, cty.NilVal, false
-		}
-		cv, err := convert.Convert(v, want)
-		if err != nil {
-			diags = append(diags, attrError(a, "Invalid "+name, fmt.Sprintf("%s must be a %s, not %s.", name, want.FriendlyName(), v.Type().FriendlyName())))
-			return nil, cty.NilVal, false
-		}
-		return a, cv, true
+		return a, v, ok
 	}
 	if a, v, ok := value("count", cty.Number); ok {
-		n, isInt := integer(v)
+		n, isInt := stages.WholeNumber(v)
 		switch {
 		case !isInt:
 			diags = append(diags, attrError(a, "Invalid count", fmt.Sprintf("count must be a whole number of workloads, not %s.", v.AsBigFloat().Text('g', -1))))
@@ -123,7 +101,7 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		}
 	}
 	if a, v, ok := value("seed", cty.Number); ok {
-		if n, isInt := integer(v); isInt {
+		if n, isInt := stages.WholeNumber(v); isInt {
 			s.opts.Seed = n
 		} else {
 			diags = append(diags, attrError(a, "Invalid seed", fmt.Sprintf("seed must be a whole number (a 64-bit integer), not %s.", v.AsBigFloat().Text('g', -1))))
@@ -211,16 +189,6 @@ func checkNetwork(a *hcl.Attribute, attr, name string) hcl.Diagnostics {
 
 func attrError(a *hcl.Attribute, summary, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: a.Expr.Range().Ptr()}
-}
-
-// integer returns v as an int64 if it is a whole number in range.
-func integer(v cty.Value) (int64, bool) {
-	bf := v.AsBigFloat()
-	if !bf.IsInt() {
-		return 0, false
-	}
-	n, acc := bf.Int64()
-	return n, acc == big.Exact
 }
 
 // Params returns count, seed, test_fraction, hold_out_network and

@@ -341,6 +341,7 @@ stage "analysis" {
   rl      = { paper = stage.rl.out }
   sft     = stage.sft.out
   harvest = stage.harvest.out
+  networks = { for k, r in stage.netbench : k => r.out } # none unless var.network_bench
   style {
     width     = 6
     height    = 4

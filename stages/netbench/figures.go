@@ -13,10 +13,10 @@ import (
 // network's name.
 var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
-// figureOf draws a network's latency against its trials: the search's
-// points that have a latency, and each entry's (nil when the search has
-// none: there is no curve to draw).
-func figureOf(n NetworkResult, source string) (*plots.Figure, error) {
+// FigureOf draws a network's latency against its trials in style st: the
+// search's points that have a latency, and each entry's (nil when the
+// search has none: there is no curve to draw). The analysis draws it too.
+func FigureOf(n NetworkResult, source string, st plots.Style) (*plots.Figure, error) {
 	search := plots.Series{Name: "search"}
 	var entries []plots.Series
 	at := map[string]int{}
@@ -39,7 +39,7 @@ func figureOf(n NetworkResult, source string) (*plots.Figure, error) {
 	if len(search.X) == 0 {
 		return nil, nil
 	}
-	return plots.NetworkLatency(fmt.Sprintf("%s (%s)", n.Network, n.Variant), search, entries, source, plots.DefaultStyle())
+	return plots.NetworkLatency(fmt.Sprintf("%s (%s)", n.Network, n.Variant), search, entries, source, st)
 }
 
 // writeFigures writes each network's figure into dir as
@@ -49,7 +49,7 @@ func writeFigures(dir string, res *Results) error {
 		return err
 	}
 	for _, n := range res.Networks {
-		f, err := figureOf(n, res.Source)
+		f, err := FigureOf(n, res.Source, plots.DefaultStyle())
 		if err != nil {
 			return fmt.Errorf("the figure of %s: %w", n.Network, err)
 		}

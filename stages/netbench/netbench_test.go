@@ -40,15 +40,10 @@ func taskLine(t *testing.T, spec *workload.Spec) []byte {
 	return append(b, '\n')
 }
 
-// TestSmoke runs the stage through the engine on BERT-tiny at its smallest
-// variant: the search at 1 and 2 trials per subgraph, and a bench block of
-// two baselines on a task file that holds the subgraphs' tasks after one
-// that is none of them, twice over (the first of each is kept).
-func TestSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the searches and a bench (about 20 s)")
-	}
-	dir := t.TempDir()
+// bertTiny returns BERT-tiny's subgraphs at its first variant (batch 1,
+// sequence 64).
+func bertTiny(t *testing.T) []corpus.Subgraph {
+	t.Helper()
 	n, err := corpus.NetworkByName("bert-tiny")
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +56,19 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return subs
+}
+
+// TestSmoke runs the stage through the engine on BERT-tiny at its smallest
+// variant: the search at 1 and 2 trials per subgraph, and a bench block of
+// two baselines on a task file that holds the subgraphs' tasks after one
+// that is none of them, twice over (the first of each is kept).
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the searches and a bench (about 20 s)")
+	}
+	dir := t.TempDir()
+	subs := bertTiny(t)
 	other, err := workload.Parse([]byte(`{"family":"SFM","M":8,"N":8}`))
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"dragonx/cache"
-	"dragonx/kernels/corpus"
 	"dragonx/stages"
 	_ "dragonx/stages/encode"
 	"dragonx/stages/netbench"
@@ -29,18 +28,7 @@ func TestMain(m *testing.M) { os.Exit(stagetest.RunWithTorch(m)) }
 // policy's attempts, and its best of k is the fastest correct one.
 func TestTorchPolicies(t *testing.T) {
 	dir := t.TempDir()
-	n, err := corpus.NetworkByName("bert-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	vars, _, err := n.Variant(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subs, err := n.Subgraphs(vars)
-	if err != nil {
-		t.Fatal(err)
-	}
+	subs := bertTiny(t)
 	var tasks []byte
 	for _, sg := range subs {
 		tasks = append(tasks, taskLine(t, sg.Spec)...)

@@ -144,3 +144,29 @@ func TestHoldOutNetworks(t *testing.T) {
 		t.Errorf("an unknown network: err %v", err)
 	}
 }
+
+// FuzzParseTables: any bytes either fail to parse or give networks whose
+// counted layers all have a count of at least 0, and no count elsewhere.
+func FuzzParseTables(f *testing.F) {
+	for _, name := range []string{"data/networks.json", "data/transformers.json"} {
+		b, err := tableFiles.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"about":"","networks":[{"name":"a","source":"s","counted":true,"vars":{},"layers":[{"layer":"l","count":0,"spec":{"family":"SFM","M":2,"N":2}}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		nets, err := parseTables(data)
+		if err != nil {
+			return
+		}
+		for _, n := range nets {
+			for _, l := range n.Layers {
+				if n.Counted != (l.Count != nil) || (l.Count != nil && *l.Count < 0) {
+					t.Fatalf("network %q (counted %v), layer %q: count %v", n.Name, n.Counted, l.Layer, l.Count)
+				}
+			}
+		}
+	})
+}

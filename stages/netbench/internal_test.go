@@ -132,3 +132,31 @@ func TestSearchPrefix(t *testing.T) {
 		}
 	}
 }
+
+// FuzzKeep: any task and held-out files either fail or keep only lines
+// of the wanted subgraphs, renumbered from 0.
+func FuzzKeep(f *testing.F) {
+	f.Add([]byte("{\"struct_hash\":\"aa\"}\n{\"struct_hash\":\"bb\"}\n"), []byte("{\"task\":\"construction\",\"index\":1,\"prompt\":[2]}\n"))
+	f.Add([]byte("{\"struct_hash\":1}\n"), []byte("{\"task\":3}\n"))
+	f.Add([]byte("\n\n"), []byte("null\n"))
+	f.Fuzz(func(t *testing.T, tasks, held []byte) {
+		dir := t.TempDir()
+		tp, hp := filepath.Join(dir, "t"), filepath.Join(dir, "h")
+		if err := os.WriteFile(tp, tasks, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(hp, held, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, newIndex, hashOf, err := keepTasks(tp, map[string]string{"bb": "x"})
+		if err != nil {
+			return
+		}
+		if len(hashOf) != 1 || hashOf[0] != "bb" || len(newIndex) != 1 {
+			t.Fatalf("kept %v (%v)", hashOf, newIndex)
+		}
+		if _, err := keepHeldout(hp, newIndex); err != nil {
+			return
+		}
+	})
+}

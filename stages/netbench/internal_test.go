@@ -160,3 +160,11 @@ func FuzzKeep(f *testing.F) {
 		}
 	})
 }
+
+// TestVersion: the kind's version carries the bench kind's, so that a new
+// bench version reruns the network bench.
+func TestVersion(t *testing.T) {
+	if v := (Kind{}).Version(); v != Version+"+bench"+bench.Version {
+		t.Errorf("Version() = %q", v)
+	}
+}

@@ -67,8 +67,9 @@ func init() { stages.Register(Kind{}) }
 // Name returns "netbench".
 func (Kind) Name() string { return "netbench" }
 
-// Version returns the kind version.
-func (Kind) Version() string { return Version }
+// Version returns the kind version: Version and the bench kind's, whose
+// outputs the bench block's entries are ("1+bench4").
+func (Kind) Version() string { return Version + "+bench" + bench.Version }
 
 var schema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{

@@ -13,7 +13,7 @@ EXPERIMENT ?= experiments/paper.hcl
 BIN        := bin/dragonx
 BIN_TORCH  := bin/dragonx-torch
 # Packages with libtorch code: tested again with the torch tag.
-TORCH_PKGS := ./dragon/... ./internal/torchrt/... ./stages/sft/... ./stages/rl/... ./stages/bench/...
+TORCH_PKGS := ./dragon/... ./internal/torchrt/... ./stages/sft/... ./stages/rl/... ./stages/bench/... ./stages/netbench/...
 
 .PHONY: all setup cuda build run test bench clean
 

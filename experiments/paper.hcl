@@ -85,6 +85,17 @@ variable "decoding_ablation" {
   description = "whether the bench samples the policies under every decoding mode (unconstrained, grammar, grammar+gpu_limits) instead of grammar+gpu_limits only"
 }
 
+# The network bench (issue 31; docs/pipeline.md ## netbench): workloads hold out one CNN
+# and one transformer (all their variants go to the test split, and harvest's test tasks
+# grow to hold them), and the netbench stage benches the two networks whole at batch 1
+# (ResNet-18 at 224, BERT-tiny at sequence 128). Off, no stage's key changes. Meant for
+# scales small and paper: at smoke the 24 workloads do not reach BERT-tiny's layers.
+variable "network_bench" {
+  type        = bool
+  default     = false
+  description = "whether workloads hold out resnet-18 and bert-tiny and the netbench stage benches them whole"
+}
+
 variable "search_baseline" {
   type        = bool
   default     = true
@@ -156,20 +167,24 @@ locals {
     max_new_d       = { smoke = 48, small = 48, paper = 64 }
     rl_max_new_d    = { smoke = 48, small = 48, paper = 64 }
     bench_max_new_d = { smoke = 48, small = 48, paper = 64 }
+    net_trials    = { smoke = [4], small = [64, 256], paper = [64, 256, 1000] } # netbench: the search's budgets per subgraph
   }
   s0 = { for k, v in local.sizes : k => v[var.scale] }
   # s is the scale's sizes with the format's rows in place.
   s = merge(local.s0, var.format == "decisions" ? {
     for k in ["context", "steps", "batch", "lr", "warmup", "max_new", "rl_max_new", "bench_max_new"] : k => local.s0["${k}_d"]
   } : {})
+
+  net_networks = ["resnet-18", "bert-tiny"] # the network bench's CNN and transformer
 }
 
 stage "workloads" {
-  kind          = "workloads"
-  count         = local.s.workloads
-  seed          = 1
-  test_fraction = local.s.test_fraction
-  benchmarks    = local.s.benchmarks
+  kind              = "workloads"
+  count             = local.s.workloads
+  seed              = 1
+  test_fraction     = local.s.test_fraction
+  benchmarks        = local.s.benchmarks
+  hold_out_networks = var.network_bench ? local.net_networks : [] # [] is no parameter
 }
 
 stage "harvest" {
@@ -186,7 +201,7 @@ stage "harvest" {
     pairs               = local.s.pairs
     construction        = local.s.construction
     construction_within = local.s.within
-    test_construction   = 102
+    test_construction   = var.network_bench ? 320 : 102 # 320: past BERT-tiny's batch-1 layers
     test_refinement     = 170
   }
 }
@@ -345,6 +360,46 @@ stage "bench_outside" {
   threads       = 2
 }
 
+# The network bench (docs/pipeline.md ## netbench), with var.network_bench only: each
+# held-out network's distinct subgraphs at batch 1, the search's best at each budget, and
+# the policies' best of k = 1, 4, 8 attempts (its bench block: the bench kind on the
+# subgraphs' tasks), summed over the network. Latencies from the H100 model: simulated.
+stage "netbench" {
+  kind          = "netbench"
+  for_each      = var.network_bench ? toset(["networks"]) : toset([])
+  networks      = local.net_networks
+  variant       = { batch = 1, r = 224, seq = 128 }
+  search_trials = local.s.net_trials
+  k             = [1, 4, 8]
+  target        = "h100-model"
+  numeric       = true
+  seed          = 1
+  threads       = 2
+  bench {
+    heldout            = stage.encode.out.heldout
+    vocab              = stage.encode.out.vocab
+    construction_tasks = stage.harvest.out.test_construction
+    refinement_prompts = stage.harvest.out.test_refinement
+    policy "sft" {
+      checkpoint = stage.sft.out.checkpoint
+    }
+    policy "rl" {
+      checkpoint = stage.rl.out.checkpoint
+    }
+    baselines   = ["unscheduled"]
+    attempts    = 8
+    greedy      = false
+    temperature = 0.8
+    max_new     = var.bench_max_new >= 1 ? var.bench_max_new : local.s.bench_max_new
+    decoding    = ["grammar+gpu_limits"]
+    tasks       = 0
+    target      = "h100-model"
+    numeric     = true
+    seed        = 1
+    threads     = 2
+  }
+}
+
 # The paper's tables and figures (docs/pipeline.md ## analysis): only this stage
 # reruns when a figure's style or code changes.
 stage "analysis" {
@@ -354,6 +409,7 @@ stage "analysis" {
   rl      = { paper = stage.rl.out }
   sft     = stage.sft.out
   harvest = stage.harvest.out
+  networks = { for k, r in stage.netbench : k => r.out } # none unless var.network_bench
   style {
     width     = 6
     height    = 4

@@ -116,6 +116,19 @@ type builderCase struct {
 	labels []string
 }
 
+// networkSearch and networkPolicies are a network's search curve and two
+// policies' best-of-k points.
+func networkSearch() Series {
+	return Series{Name: "search", X: []float64{1152, 4608, 18000}, Y: []float64{5200, 4100, 3900}}
+}
+
+func networkPolicies() []Series {
+	return []Series{
+		{Name: "rl (grammar+gpu_limits)", X: []float64{18, 72, 144}, Y: []float64{6100, 4500, 4300}},
+		{Name: "sft (grammar+gpu_limits)", X: []float64{18, 72, 144}, Y: []float64{7000, 5000, 4700}},
+	}
+}
+
 func builderCases() []builderCase {
 	train, val := lossData()
 	steps, reward, std, correct, kl := rlData()
@@ -165,6 +178,15 @@ func builderCases() []builderCase {
 			title: "Per-task latency: rl vs sft",
 			labels: []string{"sft latency, µs (model:h100, simulated)", "rl latency, µs (model:h100, simulated)",
 				"both correct: 5", "no correct attempt: 3", "y = x (equal latency)"},
+		},
+		{
+			name: "network_latency",
+			build: func(st Style) (*Figure, error) {
+				return NetworkLatency("resnet-18 (batch=1,r=224)", networkSearch(), networkPolicies(), "model:h100", st)
+			},
+			title: "Network latency: resnet-18 (batch=1,r=224)",
+			labels: []string{"measured trials (all subgraphs)", "network latency, µs (model:h100, simulated)",
+				"search", "rl (grammar+gpu_limits)", "the search's best"},
 		},
 		{
 			name:   "dataset_stats",
@@ -589,6 +611,19 @@ func TestErrors(t *testing.T) {
 			return FamilyCorrectness([]Bar{{Series: "rl", Value: 0.5}}, st)
 		}, "no group"},
 		{"bars palette", "family_correctness", func() (*Figure, error) { return FamilyCorrectness(barData(), bad) }, "Palette"},
+		// network_latency
+		{"network no source", "network_latency", func() (*Figure, error) {
+			return NetworkLatency("resnet-18", networkSearch(), networkPolicies(), "", st)
+		}, "latency source is empty"},
+		{"network no name", "network_latency", func() (*Figure, error) {
+			return NetworkLatency("", networkSearch(), networkPolicies(), "model:h100", st)
+		}, "no network name"},
+		{"network empty search", "network_latency", func() (*Figure, error) {
+			return NetworkLatency("resnet-18", Series{Name: "search"}, nil, "model:h100", st)
+		}, `series "search" is empty`},
+		{"network zero latency", "network_latency", func() (*Figure, error) {
+			return NetworkLatency("resnet-18", networkSearch(), []Series{{Name: "rl", X: []float64{18}, Y: []float64{0}}}, "model:h100", st)
+		}, "above 0"},
 		// latency_scatter
 		{"scatter none", "latency_scatter", func() (*Figure, error) { return LatencyScatter(nil, "sft", "rl", "model:h100", st) }, "no pairs"},
 		{"scatter NaN", "latency_scatter", func() (*Figure, error) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"dragonx/stages"
 	_ "dragonx/stages/exec"
@@ -334,5 +335,24 @@ stage "pick" {
 `), 0o644)
 	if _, diags := stages.Load(exp, stages.LoadOptions{}); !diags.HasErrors() || !strings.Contains(diags.Error(), "Unknown stage instance") {
 		t.Errorf("an instance of a stage without instances: %v", diags)
+	}
+}
+
+func TestWholeNumber(t *testing.T) {
+	for _, tc := range []struct {
+		v     cty.Value
+		n     int64
+		whole bool
+	}{
+		{cty.NumberIntVal(7), 7, true},
+		{cty.NumberIntVal(-3), -3, true},
+		{cty.NumberFloatVal(2.5), 0, false},
+		{cty.MustParseNumberVal("1e30"), 0, false},
+		{cty.NullVal(cty.Number), 0, false},
+		{cty.StringVal("7"), 0, false},
+	} {
+		if n, ok := stages.WholeNumber(tc.v); n != tc.n || ok != tc.whole {
+			t.Errorf("WholeNumber(%#v) = %d, %v; want %d, %v", tc.v, n, ok, tc.n, tc.whole)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -28,6 +29,20 @@ const (
 // BenchmarkNetwork is the network of the 52 benchmark shapes.
 const BenchmarkNetwork = "te_workload"
 
+// heldOut lists the held-out networks: HoldOutNetwork, then HoldOutNetworks.
+func (o *Options) heldOut() []string {
+	var out []string
+	if o.HoldOutNetwork != "" {
+		out = append(out, o.HoldOutNetwork)
+	}
+	return append(out, o.HoldOutNetworks...)
+}
+
+// isHeldOut says whether network is held out.
+func (o *Options) isHeldOut(network string) bool {
+	return network != "" && slices.Contains(o.heldOut(), network)
+}
+
 // Options parameterise Generate.
 type Options struct {
 	// Count is the number of distinct workloads to produce (at least 1).
@@ -41,6 +56,9 @@ type Options struct {
 	// HoldOutNetwork, if set, puts every workload of that network (its
 	// layers and their perturbations) in the test split.
 	HoldOutNetwork string
+	// HoldOutNetworks are more networks held out as HoldOutNetwork is:
+	// all their rows in the test split (the held-out rows in table order).
+	HoldOutNetworks []string
 	// NoBenchmarks leaves out the 52 benchmark shapes; by default they come
 	// first, all in the test split.
 	NoBenchmarks bool
@@ -96,15 +114,13 @@ func Generate(ctx context.Context, opts Options) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.HoldOutNetwork != "" {
-		var names []string
-		found := false
-		for _, n := range nets {
-			names = append(names, n.Name)
-			found = found || n.Name == opts.HoldOutNetwork
-		}
-		if !found {
-			return nil, fmt.Errorf("corpus: hold-out network %q is not in the layer tables (%s)", opts.HoldOutNetwork, strings.Join(names, ", "))
+	var names []string
+	for _, n := range nets {
+		names = append(names, n.Name)
+	}
+	for _, h := range opts.heldOut() {
+		if !slices.Contains(names, h) {
+			return nil, fmt.Errorf("corpus: hold-out network %q is not in the layer tables (%s)", h, strings.Join(names, ", "))
 		}
 	}
 	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x636f72707573)) // "corpus"
@@ -126,7 +142,7 @@ func Generate(ctx context.Context, opts Options) ([]Record, error) {
 		}
 		for _, r := range rows {
 			c := candidate{base: true, rec: Record{Spec: r.Spec, Network: r.Network, Layer: r.Layer, Variant: r.Variant}}
-			if r.Network == opts.HoldOutNetwork {
+			if opts.isHeldOut(r.Network) {
 				held = append(held, c)
 			} else {
 				others = append(others, c)
@@ -297,7 +313,7 @@ func (g *generator) build(cs []candidate) {
 // any other workload there with probability TestFraction, drawn from the
 // seed and its hash (so the draw does not depend on the order).
 func (g *generator) split(network string, hash uint64) string {
-	if network == BenchmarkNetwork || (g.opts.HoldOutNetwork != "" && network == g.opts.HoldOutNetwork) {
+	if network == BenchmarkNetwork || g.opts.isHeldOut(network) {
 		return Test
 	}
 	u := float64(splitmix64(hash^uint64(g.opts.Seed)*0x9e3779b97f4a7c15)>>11) / (1 << 53)

@@ -25,7 +25,10 @@ type Network struct {
 	Source string             `json:"source"` // where the layers and variants come from
 	Vars   map[string][]int64 `json:"vars"`   // every combination is one variant
 	Layers []Layer            `json:"layers"`
-	File   string             `json:"-"` // the data file it was read from
+	// Counted says that every layer gives its count: how many times it
+	// runs in one forward pass (Subgraphs needs it).
+	Counted bool   `json:"counted,omitempty"`
+	File    string `json:"-"` // the data file it was read from
 }
 
 // Layer is one row of a layer table. Spec is a workload spec whose integer
@@ -35,6 +38,11 @@ type Layer struct {
 	Layer string                     `json:"layer"`
 	Range map[string][2]int64        `json:"range,omitempty"` // a variable and its inclusive bounds; {name} in Layer is replaced by its value
 	Spec  map[string]json.RawMessage `json:"spec"`
+	// Count is how many times the layer (each value of its range) runs in
+	// one forward pass; 0 for a row that is another formulation of layers
+	// counted elsewhere (BERT's TBG, written also as two GMMs). Required
+	// in a Counted network, refused in others (nil).
+	Count *int64 `json:"count,omitempty"`
 }
 
 // Row is one layer of one network at one variant: a valid workload spec.
@@ -43,6 +51,9 @@ type Row struct {
 	Layer   string
 	Variant string // e.g. "batch=4,r=240": the multi-valued variables
 	Spec    *workload.Spec
+	// Count is the layer's count in a counted network (Layer.Count), 1
+	// in others.
+	Count int64
 }
 
 type tableFile struct {
@@ -106,6 +117,12 @@ func parseTables(data []byte) ([]Network, error) {
 			if l.Layer == "" || len(l.Spec) == 0 {
 				return nil, fmt.Errorf("network %q: layer %d: a layer name and a spec are required", n.Name, j)
 			}
+			if l.Count != nil && (!n.Counted || *l.Count < 0) {
+				return nil, fmt.Errorf("network %q: layer %q: a count must be at least 0, in a network marked counted", n.Name, l.Layer)
+			}
+			if n.Counted && l.Count == nil {
+				return nil, fmt.Errorf("network %q: layer %q: the network is counted, the layer has no count", n.Name, l.Layer)
+			}
 			if len(l.Range) > 1 {
 				return nil, fmt.Errorf("network %q: layer %q: at most one range variable", n.Name, l.Layer)
 			}
@@ -148,15 +165,26 @@ func (n *Network) variants() ([]map[string]int64, []string) {
 	}
 	labels := make([]string, len(combos))
 	for i, c := range combos {
-		var parts []string
-		for _, v := range names {
-			if len(n.Vars[v]) > 1 {
-				parts = append(parts, v+"="+strconv.FormatInt(c[v], 10))
-			}
-		}
-		labels[i] = strings.Join(parts, ",")
+		labels[i] = n.variantLabel(c)
 	}
 	return combos, labels
+}
+
+// variantLabel is the label of the variant vars: the variables that take
+// more than one value, in name order ("batch=4,r=240").
+func (n *Network) variantLabel(vars map[string]int64) string {
+	names := make([]string, 0, len(n.Vars))
+	for v := range n.Vars {
+		names = append(names, v)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, v := range names {
+		if len(n.Vars[v]) > 1 {
+			parts = append(parts, v+"="+strconv.FormatInt(vars[v], 10))
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // Rows expands the network's layer table: every layer (every value of its
@@ -168,27 +196,42 @@ func (n *Network) Rows() ([]Row, error) {
 	combos, labels := n.variants()
 	var out []Row
 	for ci, vars := range combos {
-		for _, l := range n.Layers {
-			var rangeVar string
-			lo, hi := int64(0), int64(0)
-			for v, b := range l.Range {
-				rangeVar, lo, hi = v, b[0], b[1]
+		rows, err := n.rowsAt(vars, labels[ci], fields)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+// rowsAt expands the layer table at one variant (vars, labelled label).
+func (n *Network) rowsAt(vars map[string]int64, label string, fields map[string]map[string]string) ([]Row, error) {
+	var out []Row
+	for _, l := range n.Layers {
+		var rangeVar string
+		lo, hi := int64(0), int64(0)
+		for v, b := range l.Range {
+			rangeVar, lo, hi = v, b[0], b[1]
+		}
+		count := int64(1)
+		if l.Count != nil {
+			count = *l.Count
+		}
+		for i := lo; i <= hi; i++ {
+			name := l.Layer
+			if rangeVar != "" {
+				vars[rangeVar] = i
+				name = strings.ReplaceAll(name, "{"+rangeVar+"}", strconv.FormatInt(i, 10))
 			}
-			for i := lo; i <= hi; i++ {
-				name := l.Layer
-				if rangeVar != "" {
-					vars[rangeVar] = i
-					name = strings.ReplaceAll(name, "{"+rangeVar+"}", strconv.FormatInt(i, 10))
-				}
-				spec, err := instantiate(l.Spec, vars, fields)
-				if rangeVar != "" {
-					delete(vars, rangeVar)
-				}
-				if err != nil {
-					return nil, fmt.Errorf("corpus: network %q, layer %q, variant %q: %w", n.Name, name, labels[ci], err)
-				}
-				out = append(out, Row{Network: n.Name, Layer: name, Variant: labels[ci], Spec: spec})
+			spec, err := instantiate(l.Spec, vars, fields)
+			if rangeVar != "" {
+				delete(vars, rangeVar)
 			}
+			if err != nil {
+				return nil, fmt.Errorf("corpus: network %q, layer %q, variant %q: %w", n.Name, name, label, err)
+			}
+			out = append(out, Row{Network: n.Name, Layer: name, Variant: label, Spec: spec, Count: count})
 		}
 	}
 	return out, nil

@@ -8,6 +8,7 @@ import (
 	_ "dragonx/stages/encode"    // kind "encode"
 	_ "dragonx/stages/exec"      // kind "exec"
 	_ "dragonx/stages/harvest"   // kind "harvest"
+	_ "dragonx/stages/netbench"  // kind "netbench"
 	_ "dragonx/stages/rl"        // kind "rl"
 	_ "dragonx/stages/sft"       // kind "sft"
 	_ "dragonx/stages/workloads" // kind "workloads"

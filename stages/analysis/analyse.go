@@ -48,8 +48,11 @@ func analyse(in *inputs, sp Spec) (*result, error) {
 			}
 		}
 	}
+	for _, n := range in.networks {
+		sources[n.res.Source] = true
+	}
 	a.res.results.Sources = sortedSet(sources)
-	steps := []func() error{a.mainSection, a.figureSection, a.trainingSection, a.datasetSection, a.quotedSection}
+	steps := []func() error{a.mainSection, a.figureSection, a.networkSection, a.trainingSection, a.datasetSection, a.quotedSection}
 	for _, f := range steps {
 		if err := f(); err != nil {
 			return nil, err

@@ -105,7 +105,7 @@ func TestDecode(t *testing.T) {
 
 	// Nothing to analyse.
 	_, got := load(t, "stage \"analysis\" {\n  kind = \"analysis\"\n}\n")
-	if !strings.Contains(strings.Join(got, "\n"), "needs at least one of benches, sft, rl or harvest") {
+	if !strings.Contains(strings.Join(got, "\n"), "needs at least one of benches, sft, rl, harvest or networks") {
 		t.Errorf("empty stage: %v", got)
 	}
 
@@ -475,4 +475,39 @@ func TestVersionGuard(t *testing.T) {
 		t.Fatalf("the analysis's outputs changed but its Version (%s) did not: bump Version in stages/analysis (old cache entries would be wrong hits), then run go test ./stages/analysis -run TestVersionGuard -update\nwant:\n%s\ngot:\n%s", analysis.Version, want, got)
 	}
 	t.Fatalf("Version is %s, the golden outputs are of %s: run go test ./stages/analysis -run TestVersionGuard -update", analysis.Version, wantVersion)
+}
+
+// TestRunNetworks: a netbench's results (testdata/small/netbench: ResNet-18
+// and BERT-tiny searched to 64 and 256 trials) get a table and a figure
+// per network and a section of the results; an empty networks map names
+// none and changes no input.
+func TestRunNetworks(t *testing.T) {
+	dir := runAnalysis(t, `  networks = { nb = { results = "small/netbench/networks.json" } }`)
+	rows := readCSV(t, filepath.Join(dir, "tables", "network_nb_resnet-18.csv"))
+	if len(rows) != 3 || rows[1][0] != "search" || rows[2][1] != "256 trials" || rows[2][4] != "1.00x" {
+		t.Errorf("network_nb_resnet-18.csv: %v", rows)
+	}
+	for _, f := range []string{"network_latency_nb_resnet-18.svg", "network_latency_nb_bert-tiny.png"} {
+		if _, err := os.Stat(filepath.Join(dir, "figures", f)); err != nil {
+			t.Error(err)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "Network bench") || !strings.Contains(string(md), "Network latency of bert-tiny (batch=1,seq=128)") {
+		t.Errorf("results.md has no network bench section")
+	}
+	with, _ := load(t, stageSrc(`  networks = {}`))
+	without, _ := load(t, stageSrc(""))
+	if with == nil || without == nil {
+		t.Fatal("does not load")
+	}
+	if a, b := len(with.Instances[0].Stage.Inputs()), len(without.Instances[0].Stage.Inputs()); a != b {
+		t.Errorf("networks = {} gives %d inputs, none gives %d", a, b)
+	}
+	if _, got := load(t, stageSrc(`  networks = { nb = "x" }`)); len(got) == 0 || !strings.Contains(strings.Join(got, "\n"), "netbench/nb") {
+		t.Errorf("a netbench group that is no object: %v", got)
+	}
 }

@@ -21,6 +21,7 @@ var schema = &hcl.BodySchema{
 		{Name: "rl"},
 		{Name: "harvest"},
 		{Name: "scale"},
+		{Name: "networks"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "style"}},
 }
@@ -32,6 +33,7 @@ var (
 	sftFiles     = []string{"loss", "metrics"}
 	rlFiles      = []string{"curves", "metrics"}
 	harvestFiles = []string{"stats", "construction", "refinement"}
+	networkFiles = []string{"results"}
 )
 
 // fileNames are the names the inputs are placed under in the working
@@ -40,6 +42,7 @@ var fileNames = map[string]string{
 	"summary": "summary.json", "attempts": "attempts.jsonl", "per_task": "per_task.csv",
 	"loss": "loss.csv", "metrics": "metrics.json", "curves": "curves.csv",
 	"stats": "stats.json", "construction": "construction.jsonl", "refinement": "refinement.jsonl",
+	"results": "networks.json",
 }
 
 // nameRE is what a bench or rl name may be: it names input paths and
@@ -63,6 +66,8 @@ type Spec struct {
 	RL      []string `json:"rl"`
 	SFT     bool     `json:"sft"`
 	Harvest bool     `json:"harvest"`
+	// Networks are the names of the netbench input groups, sorted.
+	Networks []string `json:"networks,omitempty"`
 }
 
 // Decode decodes an analysis stage body.
@@ -109,6 +114,13 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		diags = append(diags, s.addGroup(v, a, "harvest", "harvest", harvestFiles, "stage.harvest.out")...)
 		s.spec.Harvest = true
 	}
+	if v, a, ok := eval("networks"); ok && !emptyMap(v) {
+		// An empty map names no netbench: paper.hcl passes the netbench
+		// stage's instances, none when var.network_bench is off.
+		names, d := s.addGroups(v, a, "netbench", networkFiles, `stage.netbench["networks"].out`)
+		diags = append(diags, d...)
+		s.spec.Networks = names
+	}
 	var styleSeen *hcl.Block
 	for _, b := range content.Blocks {
 		if styleSeen != nil {
@@ -119,7 +131,7 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		diags = append(diags, s.decodeStyle(b, dc.Eval)...)
 	}
 	if !diags.HasErrors() && len(s.inputs) == 0 {
-		diags = append(diags, diag("Nothing to analyse", "An analysis stage needs at least one of benches, sft, rl or harvest.", dc.DeclRange))
+		diags = append(diags, diag("Nothing to analyse", "An analysis stage needs at least one of benches, sft, rl, harvest or networks.", dc.DeclRange))
 	}
 	if diags.HasErrors() {
 		return nil, diags
@@ -138,6 +150,12 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		s.params = append(s.params, prm)
 	}
 	return s, diags
+}
+
+// emptyMap says whether v is a known, empty map or object.
+func emptyMap(v cty.Value) bool {
+	t := v.Type()
+	return v.IsKnown() && !v.IsNull() && (t.IsMapType() || t.IsObjectType()) && v.LengthInt() == 0
 }
 
 // addGroups decodes a map of named input groups (benches, rl).

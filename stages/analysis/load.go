@@ -17,6 +17,7 @@ import (
 
 	"dragonx/kernels/dataset"
 	"dragonx/stages/bench"
+	"dragonx/stages/netbench"
 )
 
 // The bench's files are read into its own types (package stages/bench).
@@ -97,6 +98,14 @@ type inputs struct {
 	sft     *sftData
 	rl      []*rlData
 	harvest *harvestData
+	// networks are the netbench results, by group name.
+	networks []netData
+}
+
+// netData is one netbench stage's results.
+type netData struct {
+	name string
+	res  *netbench.Results
 }
 
 // load reads the placed inputs under dir.
@@ -141,6 +150,16 @@ func load(ctx context.Context, dir string, sp Spec) (*inputs, error) {
 			return nil, err
 		}
 		in.rl = append(in.rl, d)
+	}
+	for _, name := range sp.Networks {
+		d := netData{name: name}
+		if err := readJSON(p("netbench", name, "networks.json"), &d.res); err != nil {
+			return nil, err
+		}
+		if d.res == nil || d.res.Source == "" {
+			return nil, fmt.Errorf("netbench %s: networks.json is null or names no latency source", name)
+		}
+		in.networks = append(in.networks, d)
 	}
 	if sp.Harvest {
 		h, err := readHarvest(ctx, p("harvest"))

@@ -7,6 +7,7 @@
 //	  seed             = 1      # default 1
 //	  test_fraction    = 0.1    # default 0.1, in [0, 1)
 //	  hold_out_network = ""     # default none; a network of the layer tables
+//	  hold_out_networks = []    # default none; more networks held out (not with hold_out_network)
 //	  benchmarks       = true   # default true: the 52 benchmark shapes, all in test
 //	}
 //
@@ -22,14 +23,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 
 	"dragonx/internal/progress"
 	"dragonx/kernels/corpus"
@@ -66,6 +65,7 @@ var schema = &hcl.BodySchema{
 		{Name: "seed"},
 		{Name: "test_fraction"},
 		{Name: "hold_out_network"},
+		{Name: "hold_out_networks"},
 		{Name: "benchmarks"},
 	},
 }
@@ -85,32 +85,12 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	s := &Stage{opts: corpus.Options{Seed: 1, TestFraction: 0.1}}
 	benchmarks := true
 	value := func(name string, want cty.Type) (*hcl.Attribute, cty.Value, bool) {
-		a, ok := content.Attributes[name]
-		if !ok {
-			return nil, cty.NilVal, false
-		}
-		v, d := a.Expr.Value(dc.Eval)
+		a, v, d, ok := stages.AttrValue(content, name, want, dc.Eval)
 		diags = append(diags, d...)
-		if d.HasErrors() {
-			return nil, cty.NilVal, false
-		}
-		if v.IsNull() {
-			diags = append(diags, attrError(a, "Invalid "+name, fmt.Sprintf("%s must be a %s, not null.", name, want.FriendlyName())))
-			return nil, cty.NilVal, false
-		}
-		if _, isRef := stages.AsArtifact(v); isRef {
-			diags = append(diags, attrError(a, "Invalid "+name, fmt.Sprintf("%s must be a %s, not a stage output.", name, want.FriendlyName())))
-			return nil, cty.NilVal, false
-		}
-		cv, err := convert.Convert(v, want)
-		if err != nil {
-			diags = append(diags, attrError(a, "Invalid "+name, fmt.Sprintf("%s must be a %s, not %s.", name, want.FriendlyName(), v.Type().FriendlyName())))
-			return nil, cty.NilVal, false
-		}
-		return a, cv, true
+		return a, v, ok
 	}
 	if a, v, ok := value("count", cty.Number); ok {
-		n, isInt := integer(v)
+		n, isInt := stages.WholeNumber(v)
 		switch {
 		case !isInt:
 			diags = append(diags, attrError(a, "Invalid count", fmt.Sprintf("count must be a whole number of workloads, not %s.", v.AsBigFloat().Text('g', -1))))
@@ -121,7 +101,7 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		}
 	}
 	if a, v, ok := value("seed", cty.Number); ok {
-		if n, isInt := integer(v); isInt {
+		if n, isInt := stages.WholeNumber(v); isInt {
 			s.opts.Seed = n
 		} else {
 			diags = append(diags, attrError(a, "Invalid seed", fmt.Sprintf("seed must be a whole number (a 64-bit integer), not %s.", v.AsBigFloat().Text('g', -1))))
@@ -138,22 +118,26 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	if a, v, ok := value("hold_out_network", cty.String); ok {
 		name := v.AsString()
 		if name != "" {
-			nets, err := corpus.Networks()
-			if err != nil {
-				diags = append(diags, attrError(a, "Cannot read the layer tables", err.Error()))
-			} else {
-				var names []string
-				found := false
-				for _, n := range nets {
-					names = append(names, n.Name)
-					found = found || n.Name == name
-				}
-				if !found {
-					diags = append(diags, attrError(a, "Unknown network", fmt.Sprintf("hold_out_network %q is not a network of the layer tables; valid names: %s.", name, strings.Join(names, ", "))))
-				}
-			}
+			diags = append(diags, checkNetwork(a, "hold_out_network", name)...)
 		}
 		s.opts.HoldOutNetwork = name
+	}
+	if a, v, ok := value("hold_out_networks", cty.List(cty.String)); ok {
+		seen := map[string]bool{}
+		for _, e := range v.AsValueSlice() {
+			if e.IsNull() {
+				diags = append(diags, attrError(a, "Invalid hold_out_networks", "hold_out_networks must list network names, not null."))
+				continue
+			}
+			name := e.AsString()
+			if seen[name] || name == s.opts.HoldOutNetwork {
+				diags = append(diags, attrError(a, "Invalid hold_out_networks", fmt.Sprintf("hold_out_networks names %q twice (with hold_out_network).", name)))
+				continue
+			}
+			seen[name] = true
+			diags = append(diags, checkNetwork(a, "hold_out_networks", name)...)
+			s.opts.HoldOutNetworks = append(s.opts.HoldOutNetworks, name)
+		}
 	}
 	if _, v, ok := value("benchmarks", cty.Bool); ok {
 		benchmarks = v.True()
@@ -172,7 +156,11 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	}{
 		{"count", s.opts.Count}, {"seed", s.opts.Seed}, {"test_fraction", s.opts.TestFraction},
 		{"hold_out_network", s.opts.HoldOutNetwork}, {"benchmarks", benchmarks},
+		{"hold_out_networks", s.opts.HoldOutNetworks},
 	} {
+		if p.name == "hold_out_networks" && len(s.opts.HoldOutNetworks) == 0 {
+			continue // none: the keys of the stages without it stay as they were
+		}
 		prm, err := stages.GoParam(p.name, p.v)
 		if err != nil {
 			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + p.name, Detail: err.Error() + ".", Subject: dc.DeclRange.Ptr()})
@@ -182,22 +170,29 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	return s, diags
 }
 
+// checkNetwork says if name (the value of attribute a) is no network of the
+// layer tables.
+func checkNetwork(a *hcl.Attribute, attr, name string) hcl.Diagnostics {
+	nets, err := corpus.Networks()
+	if err != nil {
+		return hcl.Diagnostics{attrError(a, "Cannot read the layer tables", err.Error())}
+	}
+	var names []string
+	for _, n := range nets {
+		if n.Name == name {
+			return nil
+		}
+		names = append(names, n.Name)
+	}
+	return hcl.Diagnostics{attrError(a, "Unknown network", fmt.Sprintf("%s %q is not a network of the layer tables; valid names: %s.", attr, name, strings.Join(names, ", ")))}
+}
+
 func attrError(a *hcl.Attribute, summary, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: a.Expr.Range().Ptr()}
 }
 
-// integer returns v as an int64 if it is a whole number in range.
-func integer(v cty.Value) (int64, bool) {
-	bf := v.AsBigFloat()
-	if !bf.IsInt() {
-		return 0, false
-	}
-	n, acc := bf.Int64()
-	return n, acc == big.Exact
-}
-
 // Params returns count, seed, test_fraction, hold_out_network and
-// benchmarks, defaults filled in.
+// benchmarks, defaults filled in, and hold_out_networks when it lists any.
 func (s *Stage) Params() []stages.Param { return s.params }
 
 // Inputs returns nothing: the layer tables are part of the binary (and of

@@ -193,6 +193,10 @@ func TestDiagnostics(t *testing.T) {
 		{"count = 100\n  test_fraction = -0.1", "test_fraction -0.1 is out of range", 4},
 		{"count = 100\n  hold_out_network = \"lenet\"", `"lenet" is not a network of the layer tables; valid names: `, 4},
 		{"count = 100\n  benchmarks = \"yes\"", "benchmarks must be a bool", 4},
+		{"count = 100\n  hold_out_networks = [\"resnet-18\", \"lenet\"]", `hold_out_networks "lenet" is not a network of the layer tables`, 4},
+		{"count = 100\n  hold_out_networks = [\"bert-tiny\", \"bert-tiny\"]", `names "bert-tiny" twice`, 4},
+		{"count = 100\n  hold_out_network = \"bert-tiny\"\n  hold_out_networks = [\"bert-tiny\"]", `names "bert-tiny" twice`, 5},
+		{"count = 100\n  hold_out_networks = \"bert-tiny\"", "hold_out_networks must be a list of string", 4},
 		{"count = 100\n  workers = 4", `An argument named "workers" is not expected here`, 4},
 		{"seed = 1", `The argument "count" is required`, 1},
 	} {
@@ -252,5 +256,13 @@ func TestParamsDefaults(t *testing.T) {
 	want := "count=100\nseed=1\ntest_fraction=0.1\nhold_out_network=\"\"\nbenchmarks=true\n"
 	if short != want {
 		t.Fatalf("params:\n%s\nwant\n%s", short, want)
+	}
+	// An empty hold_out_networks is no parameter; a list is one, after the others.
+	if empty := params("stage \"w\" {\n  kind = \"workloads\"\n  count = 100\n  hold_out_networks = []\n}"); empty != want {
+		t.Fatalf("hold_out_networks = [] changes the parameters:\n%s", empty)
+	}
+	two := params("stage \"w\" {\n  kind = \"workloads\"\n  count = 100\n  hold_out_networks = [\"resnet-18\", \"bert-tiny\"]\n}")
+	if w := want + "hold_out_networks=[\"resnet-18\",\"bert-tiny\"]\n"; two != w {
+		t.Fatalf("params:\n%s\nwant\n%s", two, w)
 	}
 }

@@ -191,10 +191,14 @@ type Params struct {
 	// are then false); nil means the one mode of Constrained and
 	// GPULimits. See Modes.
 	Decoding []string `json:"decoding,omitempty"`
-	// Tasks is the number of tasks per kind (the first of each file); 0
-	// means all.
-	Tasks        int `json:"tasks"`
-	SearchTrials int `json:"search_trials"`
+	// Tasks is the number of tasks per kind (the first of each file, or
+	// spread over it with TaskPick "spread"); 0 means all.
+	Tasks int `json:"tasks"`
+	// TaskPick is how Tasks chooses among a file's tasks: "" (the
+	// first) or TaskPickSpread (evenly spaced through the file, so that
+	// a few tasks cover the families of a file sorted by family).
+	TaskPick     string `json:"task_pick,omitempty"`
+	SearchTrials int    `json:"search_trials"`
 	// SearchCheck is how the search baseline checks its candidates:
 	// SearchStatic or SearchNumeric; "" when search is not a baseline
 	// (then it is in neither the key nor the state).
@@ -264,7 +268,7 @@ type Stage struct {
 var schema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "heldout"}, {Name: "vocab"},
-		{Name: "construction_tasks"}, {Name: "refinement_prompts"}, {Name: "outside"},
+		{Name: "construction_tasks"}, {Name: "refinement_prompts"}, {Name: "outside"}, {Name: "task_pick"},
 		{Name: "db"},
 		{Name: "baselines"}, {Name: "attempts"}, {Name: "temperature"}, {Name: "top_k"}, {Name: "greedy"},
 		{Name: "max_new"}, {Name: "constrained"}, {Name: "gpu_limits"}, {Name: "decoding"}, {Name: "tasks"}, {Name: "search_trials"}, {Name: "search_check"}, {Name: "target"},
@@ -428,6 +432,16 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		}
 		return ""
 	})
+	taskPick := TaskPickFirst
+	decodeAttr("task_pick", &taskPick, func() string {
+		if taskPick != TaskPickFirst && taskPick != TaskPickSpread {
+			return fmt.Sprintf("task_pick is %q; want %q (the first tasks of each file) or %q (tasks evenly spaced through each file).", taskPick, TaskPickFirst, TaskPickSpread)
+		}
+		return ""
+	})
+	if taskPick == TaskPickSpread {
+		sp.TaskPick = TaskPickSpread
+	}
 	decodeAttr("search_trials", &sp.SearchTrials, func() string {
 		if sp.SearchTrials < 1 || sp.SearchTrials > 1_000_000 {
 			return fmt.Sprintf("search_trials is %d; want the search baseline's measured candidates per task (1 to 1000000).", sp.SearchTrials)
@@ -560,9 +574,9 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	}{
 		{"policies", names}, {"baselines", sp.Baselines}, {"attempts", sp.Attempts}, {"temperature", sp.Temperature},
 		{"top_k", sp.TopK}, {"greedy", sp.Greedy}, {"max_new", sp.MaxNew}, {"constrained", sp.Constrained},
-		{"gpu_limits", sp.GPULimits}, {"decoding", sp.Decoding}, {"tasks", sp.Tasks}, {"search_trials", sp.SearchTrials}, {"search_check", sp.SearchCheck}, {"outside", sp.Outside}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
+		{"gpu_limits", sp.GPULimits}, {"decoding", sp.Decoding}, {"tasks", sp.Tasks}, {"task_pick", sp.TaskPick}, {"search_trials", sp.SearchTrials}, {"search_check", sp.SearchCheck}, {"outside", sp.Outside}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
 	} {
-		if p.name == "search_check" && sp.SearchCheck == "" || p.name == "outside" && sp.Outside == "" {
+		if p.name == "search_check" && sp.SearchCheck == "" || p.name == "outside" && sp.Outside == "" || p.name == "task_pick" && sp.TaskPick == "" {
 			continue // no search baseline, no outside set: the keys of benches without them stay as they were
 		}
 		if (p.name == "decoding") != (sp.Decoding != nil) && (p.name == "decoding" || p.name == "constrained" || p.name == "gpu_limits") {

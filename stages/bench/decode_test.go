@@ -69,6 +69,7 @@ func TestDiagnostics(t *testing.T) {
 		{"top_k negative", stageSrc("  top_k = -2"), "top_k is -2", 2},
 		{"max_new zero", stageSrc("  max_new = 0"), "max_new is 0", 2},
 		{"tasks negative", stageSrc("  tasks = -1"), "tasks is -1", 2},
+		{"task_pick unknown", stageSrc("  task_pick = \"random\""), `task_pick is "random"`, 2},
 		{"search_trials zero", stageSrc("  search_trials = 0"), "search_trials is 0", 2},
 		{"search_check unknown", stageSrc("  search_check = \"gate\""), "search_check is \"gate\"", 2},
 		{"unknown target", stageSrc("  target = \"b200-model\""), `unknown target "b200-model"`, 2},
@@ -187,14 +188,14 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 	// threads, batch and shards are not in the key; baselines are in their
 	// canonical order whatever the order written; everything else is.
 	base := params(s)
-	for _, body := range []string{"  threads = 7", "  batch = 3", "  shards = 4", "  baselines = [\"dataset_best\", \"search\", \"random\", \"unscheduled\"]"} {
+	for _, body := range []string{"  threads = 7", "  batch = 3", "  shards = 4", "  baselines = [\"dataset_best\", \"search\", \"random\", \"unscheduled\"]", "  task_pick = \"first\""} {
 		if got := params(stageOf(t, body)); got != base {
 			t.Errorf("%q changes the params:\n%s\n%s", body, got, base)
 		}
 	}
 	for _, body := range []string{"  attempts = 2", "  temperature = 1", "  top_k = 5", "  greedy = false", "  max_new = 9", "  constrained = true",
 		"  constrained = true\n  gpu_limits = true",
-		"  tasks = 3", "  search_trials = 5", "  search_check = \"numeric\"", "  target = \"h200-model\"", "  numeric = false", "  seed = 2", "  baselines = [\"search\"]"} {
+		"  tasks = 3", "  task_pick = \"spread\"", "  search_trials = 5", "  search_check = \"numeric\"", "  target = \"h200-model\"", "  numeric = false", "  seed = 2", "  baselines = [\"search\"]"} {
 		if got := params(stageOf(t, body)); got == base {
 			t.Errorf("%q does not change the params", body)
 		}

@@ -76,7 +76,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 	if sp.Outside != "" {
 		tasks, err = OutsideTasks(sp.Outside, sp.Tasks)
 	} else {
-		tasks, err = ReadTasks(path(sp.Files["construction_tasks"]), path(sp.Files["refinement_prompts"]), sp.Tasks)
+		tasks, err = ReadTasks(path(sp.Files["construction_tasks"]), path(sp.Files["refinement_prompts"]), sp.Tasks, sp.TaskPick)
 	}
 	if err != nil {
 		return err

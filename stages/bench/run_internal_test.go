@@ -575,7 +575,7 @@ func TestRunDecodingModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := ReadTasks(filepath.Join(testFiles, "test_construction.jsonl"), filepath.Join(testFiles, "test_refinement.jsonl"), 1)
+	tasks, err := ReadTasks(filepath.Join(testFiles, "test_construction.jsonl"), filepath.Join(testFiles, "test_refinement.jsonl"), 1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -736,5 +736,57 @@ func TestRunOutside(t *testing.T) {
 	var sum Summary
 	if err := json.Unmarshal(out[SummaryFile], &sum); err != nil || sum.Outside != sp.Outside || sum.SearchTrials != sp.SearchTrials {
 		t.Errorf("summary.json's outside %q (%v), want %q", sum.Outside, err, sp.Outside)
+	}
+}
+
+// TestPick: task_pick "spread" takes positions evenly spaced through a
+// file (the small run's test files are grouped by family: their first ten
+// construction tasks are of three families), "first" the first n; n of 0
+// or beyond the file takes all.
+func TestPick(t *testing.T) {
+	for _, c := range []struct {
+		total, n int
+		how      string
+		want     []int
+	}{
+		{10, 3, TaskPickFirst, []int{0, 1, 2}},
+		{10, 3, "", []int{0, 1, 2}},
+		{10, 3, TaskPickSpread, []int{0, 3, 6}},
+		{102, 10, TaskPickSpread, []int{0, 10, 20, 30, 40, 51, 61, 71, 81, 91}},
+		{4, 0, TaskPickSpread, []int{0, 1, 2, 3}},
+		{4, 9, TaskPickSpread, []int{0, 1, 2, 3}},
+		{0, 2, TaskPickSpread, []int{}},
+	} {
+		if got := pick(c.total, c.n, c.how); !slices.Equal(got, c.want) {
+			t.Errorf("pick(%d, %d, %q) = %v, want %v", c.total, c.n, c.how, got, c.want)
+		}
+	}
+	all, err := ReadTasks(filepath.Join(testFiles, "test_construction.jsonl"), filepath.Join(testFiles, "test_refinement.jsonl"), 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spread, err := ReadTasks(filepath.Join(testFiles, "test_construction.jsonl"), filepath.Join(testFiles, "test_refinement.jsonl"), 2, TaskPickSpread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, tk := range all {
+		count[tk.Kind]++
+	}
+	var got, want []string
+	for _, tk := range spread {
+		got = append(got, fmt.Sprintf("%s/%d %.8s", tk.Kind, tk.Index, tk.Hash))
+	}
+	for _, kind := range []string{KindConstruction, KindRefinement} {
+		for _, i := range pick(count[kind], 2, TaskPickSpread) {
+			for _, tk := range all {
+				if tk.Kind == kind && tk.Index == i {
+					want = append(want, fmt.Sprintf("%s/%d %.8s", tk.Kind, tk.Index, tk.Hash))
+				}
+			}
+		}
+	}
+	if count[KindRefinement] < 3 || !slices.Equal(got, want) {
+		t.Errorf("spread tasks %v, want %v (files of %v tasks)", got, want, count)
 	}
 }

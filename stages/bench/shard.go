@@ -148,7 +148,7 @@ func runShards(ctx context.Context, sp Spec, spec []byte, dir, stateDir, bin str
 		return err
 	}
 	path := func(name string) string { return filepath.Join(dir, filepath.FromSlash(sp.Files[name])) }
-	tasks, err := ReadTasks(path("construction_tasks"), path("refinement_prompts"), sp.Tasks)
+	tasks, err := ReadTasks(path("construction_tasks"), path("refinement_prompts"), sp.Tasks, sp.TaskPick)
 	if err != nil {
 		return err
 	}

@@ -46,9 +46,34 @@ func readEntries[T any](path string, read func(io.Reader) ([]dataset.Entry[T], e
 	return read(f)
 }
 
-// ReadTasks reads the first n tasks (0: all) of harvest's test files, in
-// file order, construction tasks first.
-func ReadTasks(constructionPath, refinementPath string, n int) ([]*Task, error) {
+// The values of the bench's task_pick.
+const (
+	TaskPickFirst  = "first"  // the first n tasks of each file
+	TaskPickSpread = "spread" // n tasks evenly spaced through each file
+)
+
+// pick returns the positions of the n tasks (0: all) that pick chooses
+// among total, in file order: the first n, or with TaskPickSpread the
+// positions i*total/n (harvest's test files are grouped by family, so
+// that the first few tasks are of two or three families).
+func pick(total, n int, how string) []int {
+	if n <= 0 || n > total {
+		n = total
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+		if how == TaskPickSpread {
+			out[i] = i * total / n
+		}
+	}
+	return out
+}
+
+// ReadTasks reads n tasks (0: all) of harvest's test files, chosen as pick
+// says (TaskPickFirst or "": the first; TaskPickSpread), in file order,
+// construction tasks first. A task's Index is its position in its file.
+func ReadTasks(constructionPath, refinementPath string, n int, how string) ([]*Task, error) {
 	cons, err := readEntries(constructionPath, dataset.Read[dataset.ConstructionTask])
 	if err != nil {
 		return nil, fmt.Errorf("the construction tasks: %w", err)
@@ -58,17 +83,13 @@ func ReadTasks(constructionPath, refinementPath string, n int) ([]*Task, error) 
 		return nil, fmt.Errorf("the refinement prompts: %w", err)
 	}
 	var tasks []*Task
-	for i, c := range cons {
-		if n > 0 && i >= n {
-			break
-		}
+	for _, i := range pick(len(cons), n, how) {
+		c := cons[i]
 		w := c.Value.Workload
 		tasks = append(tasks, &Task{Kind: KindConstruction, Index: i, Hash: w.Hash, Family: w.Family, Spec: w.Spec})
 	}
-	for i, r := range refs {
-		if n > 0 && i >= n {
-			break
-		}
+	for _, i := range pick(len(refs), n, how) {
+		r := refs[i]
 		w := r.Value.Workload
 		tasks = append(tasks, &Task{Kind: KindRefinement, Index: i, Hash: w.Hash, Family: w.Family, Spec: w.Spec, Source: r.Value.Source.Script})
 	}

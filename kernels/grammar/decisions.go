@@ -32,7 +32,7 @@ func (g *Grammar) Compact(script []int) ([]int, error) {
 		if !slices.Contains(a, tok) {
 			return nil, fmt.Errorf("grammar: %w: token %d: %s is not allowed; allowed: %s", ErrNotInGrammar, i, g.name(tok), g.names(a))
 		}
-		if err := st.Feed(tok); err != nil {
+		if err := st.advance(tok); err != nil {
 			return nil, fmt.Errorf("grammar: %w: token %d: %w", ErrNotInGrammar, i, err)
 		}
 		if choice {
@@ -65,11 +65,10 @@ func (g *Grammar) Expand(stream []int) ([]int, error) {
 		if err := d.skip(); err != nil {
 			return nil, err
 		}
-		next := d.st.Allowed()
 		if d.st.Done() {
-			next = []int{g.eos}
+			return nil, fmt.Errorf("grammar: %w: decision %d: the stream ends without its <eos>", ErrNotInGrammar, len(stream))
 		}
-		return nil, fmt.Errorf("grammar: %w: decision %d: the stream ends before its <eos>; allowed: %s", ErrNotInGrammar, len(stream), g.names(next))
+		return nil, fmt.Errorf("grammar: %w: decision %d: the stream ends before the script is complete; allowed: %s", ErrNotInGrammar, len(stream), g.names(d.st.Allowed()))
 	}
 	return slices.Clone(d.st.Tokens()), nil
 }
@@ -132,7 +131,11 @@ func (d *DecisionState) skip() error {
 			}
 			return nil
 		}
-		if err := d.st.Feed(p[0]); err != nil {
+		feed := d.st.Feed
+		if !d.st.g.limited {
+			feed = d.st.advance // what the grammar without options allows is all it allows
+		}
+		if err := feed(p[0]); err != nil {
 			return fmt.Errorf("grammar: %w: decision %d: the forced token: %w", ErrNotInGrammar, len(d.stream), err)
 		}
 	}
@@ -165,7 +168,7 @@ func (d *DecisionState) feed(tok int) error {
 		}
 		return fmt.Errorf("grammar: %w: decision %d: %s is not allowed; allowed: %s", ErrNotInGrammar, i, g.name(tok), g.names(a))
 	}
-	if err := d.st.Feed(tok); err != nil {
+	if err := d.st.advance(tok); err != nil {
 		return fmt.Errorf("grammar: %w: decision %d: %w", ErrNotInGrammar, i, err)
 	}
 	d.stream = append(d.stream, tok)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,7 @@ func TestMeasureDecisions(t *testing.T) {
 		script, stream         []float64
 		ratio                  []float64
 		failed, limDiff, noLim int
+		cont                   int // streams with a continuation token (a number's second token or later)
 	}
 	all := &stat{}
 	byFam := map[string]*stat{}
@@ -124,7 +126,14 @@ func TestMeasureDecisions(t *testing.T) {
 			fs.failed++
 			return
 		}
+		cont := slices.ContainsFunc(stream, func(id int) bool {
+			tok, _ := v.Token(id)
+			return strings.HasPrefix(tok, "##")
+		})
 		for _, s := range []*stat{all, fs} {
+			if cont {
+				s.cont++
+			}
 			s.script = append(s.script, float64(len(ex.Target)))
 			s.stream = append(s.stream, float64(len(stream)))
 			s.ratio = append(s.ratio, float64(len(stream))/float64(len(ex.Target)))
@@ -156,10 +165,10 @@ func TestMeasureDecisions(t *testing.T) {
 		}
 		n := float64(len(s.stream))
 		t.Logf("%-6s %5d examples: script mean %.1f max %.0f; stream mean %.2f p50 %.0f p90 %.0f max %.0f min %.0f; "+
-			"tokens kept %.2f%% (mean of ratios %.2f%%); %d not in the grammar, %d differ with limits, %d without a limited grammar",
+			"tokens kept %.2f%% (mean of ratios %.2f%%); %d with a continuation token; %d not in the grammar, %d differ with limits, %d without a limited grammar",
 			name, s.n, sum(s.script)/n, slices.Max(s.script), sum(s.stream)/n, q(s.stream, 0.5), q(s.stream, 0.9),
 			slices.Max(s.stream), slices.Min(s.stream), 100*sum(s.stream)/sum(s.script), 100*sum(s.ratio)/n,
-			s.failed, s.limDiff, s.noLim)
+			s.cont, s.failed, s.limDiff, s.noLim)
 	}
 	report("all", all)
 	fams := make([]string, 0, len(byFam))

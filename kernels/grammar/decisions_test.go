@@ -12,10 +12,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"dragonx/kernels/encode"
+	"dragonx/kernels/postproc"
 	"dragonx/kernels/sample"
-	"dragonx/kernels/verdict"
+	"dragonx/kernels/vocab"
 	"dragonx/kernels/workload"
 )
 
@@ -25,7 +26,6 @@ import (
 // at the positions the grammar without options does not force; a grammar
 // built with limits gives the same stream as one without.
 func TestCompactExpandRoundTrip(t *testing.T) {
-	ctx := context.Background()
 	walks := 4
 	if testing.Short() {
 		walks = 2
@@ -33,10 +33,7 @@ func TestCompactExpandRoundTrip(t *testing.T) {
 	for _, fam := range []string{"GMM", "C2D", "SFM", "NRM", "CBR", "TBG", "C3D", "DEP"} {
 		t.Run(fam, func(t *testing.T) {
 			f, v, g := setup(t, fam, 0)
-			lim, err := New(ctx, f, v, 1, WithThreadLimits())
-			if err != nil {
-				t.Fatal(err)
-			}
+			lim := limited(t, f, v)
 			eos := g.eos
 			for w := 0; w < walks; w++ {
 				for gi, wg := range []*Grammar{g, lim} {
@@ -163,10 +160,7 @@ func TestDecisionWalk(t *testing.T) {
 	for _, fam := range []string{"GMM", "C2D", "SFM", "CBR", "TBG", "C1D", "GRP", "T2D"} {
 		t.Run(fam, func(t *testing.T) {
 			f, v, g := setup(t, fam, 0)
-			lim, err := New(ctx, f, v, 1, WithThreadLimits())
-			if err != nil {
-				t.Fatal(err)
-			}
+			lim := limited(t, f, v)
 			for w := 0; w < walks; w++ {
 				for gi, wg := range []*Grammar{g, lim} {
 					stream := walkDecisions(t, wg, rand.New(rand.NewPCG(uint64(w), uint64(gi))))
@@ -204,9 +198,62 @@ func TestDecisionWalk(t *testing.T) {
 					if !st.Done() {
 						t.Fatalf("walk %d: the expansion is not complete", w)
 					}
+					if wg == lim {
+						// Within the thread limits, as the option promises.
+						if err := verdictOf(ctx, st, threadPostprocs()); errors.Is(err, errThreads) {
+							t.Fatalf("walk %d under limits: %v", w, err)
+						}
+					}
 				}
 			}
 		})
+	}
+}
+
+// TestDecisionStateErrors: Next refuses a prefix that does not extend
+// what it was fed, and a token not allowed at a decision (wrapping
+// ErrNotInGrammar) without changing the state; after the stream's <eos> it
+// allows nothing, and a token after it is refused.
+func TestDecisionStateErrors(t *testing.T) {
+	_, _, g := setup(t, "C2D", 0)
+	stream, err := g.Compact(walk(t, g, rand.New(rand.NewPCG(8, 8))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := g.StartDecisions()
+	first, err := d.Next(stream[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	first = slices.Clone(first)
+	if _, err := d.Next(nil); err == nil {
+		t.Fatal("a shorter prefix is accepted")
+	}
+	if _, err := d.Next([]int{g.close}); err == nil {
+		t.Fatal("a different prefix is accepted")
+	}
+	bad := append(slices.Clone(stream[:1]), g.open)
+	if _, err := d.Next(bad); !errors.Is(err, ErrNotInGrammar) {
+		t.Fatalf("a token not allowed: %v", err)
+	}
+	again, err := d.Next(stream[:1])
+	if err != nil || !slices.Equal(again, first) {
+		t.Fatalf("after a refused token Next gives %v (%v), before %v", again, err, first)
+	}
+	for i := 2; i <= len(stream); i++ {
+		a, err := d.Next(stream[:i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < len(stream) && !slices.Contains(a, stream[i]) {
+			t.Fatalf("decision %d: %v does not allow the stream's %d", i, a, stream[i])
+		}
+		if i == len(stream) && len(a) != 0 {
+			t.Fatalf("after the stream's <eos>: %v allowed", a)
+		}
+	}
+	if _, err := d.Next(append(slices.Clone(stream), g.eos)); !errors.Is(err, ErrNotInGrammar) {
+		t.Fatalf("a token after the <eos>: %v", err)
 	}
 }
 
@@ -214,54 +261,26 @@ func TestDecisionWalk(t *testing.T) {
 // postprocessors reject too) compact and expand back, with and without
 // WithThreadLimits, and a grammar with limits gives the same stream.
 func TestSampledScriptsCompact(t *testing.T) {
-	ctx := context.Background()
 	for _, fam := range []string{"GMM", "C2D", "SFM", "CBR", "TBG", "DIL"} {
 		f, v, g := setup(t, fam, 0)
-		lim, err := New(ctx, f, v, 1, WithThreadLimits())
-		if err != nil {
-			t.Fatal(err)
-		}
-		sp, err := sample.NewSpace(ctx, f, 1, sample.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss, err := sp.DrawN(ctx, 5, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, s := range ss {
-			if !s.OK() && s.Rejection.Phase == verdict.PhaseReplay {
-				continue
-			}
-			n++
-			script, err := encode.Encode(f, s.Trace)
+		lim := limited(t, f, v)
+		draws := sampledScripts(t, f, v, 8, false)
+		for _, d := range draws {
+			stream, err := g.Compact(d.toks)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%s draw %d: %v", fam, d.index, err)
 			}
-			if !s.OK() {
-				script = append(script, "EnterPostproc\n"...) // as in TestSampledScriptsAllowed
-			}
-			toks, err := v.Encode(string(script))
-			if err != nil {
-				t.Fatal(err)
-			}
-			toks = append(toks, g.eos)
-			stream, err := g.Compact(toks)
-			if err != nil {
-				t.Fatalf("%s draw %d: %v", fam, s.Index, err)
-			}
-			if ls, err := lim.Compact(toks); err != nil || !slices.Equal(ls, stream) {
-				t.Fatalf("%s draw %d: with limits %v (%v), without %v", fam, s.Index, ls, err, stream)
+			if ls, err := lim.Compact(d.toks); err != nil || !slices.Equal(ls, stream) {
+				t.Fatalf("%s draw %d: with limits %v (%v), without %v", fam, d.index, ls, err, stream)
 			}
 			for _, eg := range []*Grammar{g, lim} {
 				back, err := eg.Expand(stream)
-				if err != nil || !slices.Equal(back, toks) {
-					t.Fatalf("%s draw %d: Expand: %v", fam, s.Index, err)
+				if err != nil || !slices.Equal(back, d.toks) {
+					t.Fatalf("%s draw %d: Expand: %v", fam, d.index, err)
 				}
 			}
 		}
-		if n == 0 {
+		if len(draws) == 0 {
 			t.Errorf("%s: every draw was rejected in replay", fam)
 		}
 	}
@@ -354,10 +373,7 @@ func golden(t *testing.T, path, got string) {
 // with thread limits.
 func FuzzExpand(f *testing.F) {
 	fn, v, g := setup(f, "C2D", 0)
-	lim, err := New(context.Background(), fn, v, 1, WithThreadLimits())
-	if err != nil {
-		f.Fatal(err)
-	}
+	lim := limited(f, fn, v)
 	toBytes := func(limits bool, stream []int) []byte {
 		b := []byte{0}
 		if limits {
@@ -405,41 +421,35 @@ func FuzzExpand(f *testing.F) {
 }
 
 // BenchmarkDecisions measures, per script token, Expand of a decision
-// stream and a walk through DecisionState.Next (each call feeds one
-// decision and the forced tokens before the next), GMM/0, C2D/0 and
-// C3D/0, without and with WithThreadLimits; "Feed" is the baseline: the
-// same scripts fed token by token to a State (Allowed, then Feed).
+// stream and a walk of it through DecisionState.Next (each call feeds one
+// decision and the forced tokens before the next), against the baseline of
+// feeding the same script to a State token by token (Allowed, then Feed):
+// GMM/0, C2D/0 and C3D/0, without and with WithThreadLimits. The three are
+// interleaved on the same scripts, so that the ratios (expand/feed,
+// next/feed) are of one run.
 func BenchmarkDecisions(b *testing.B) {
 	for _, name := range []string{"GMM", "C2D", "C3D", "GMM/limits", "C2D/limits", "C3D/limits"} {
 		fam, limits, _ := strings.Cut(name, "/")
-		f, v, g := setup(b, fam, 0)
-		if limits != "" {
-			var err error
-			if g, err = New(context.Background(), f, v, 1, WithThreadLimits()); err != nil {
-				b.Fatal(err)
+		b.Run(name, func(b *testing.B) {
+			f, v, g := setup(b, fam, 0)
+			if limits != "" {
+				g = limited(b, f, v)
 			}
-		}
-		var streams, scripts [][]int
-		for seed := uint64(0); seed < 8; seed++ {
-			script := walk(b, g, rand.New(rand.NewPCG(seed, 3)))
-			stream, err := g.Compact(script)
-			if err != nil {
-				b.Fatal(err)
+			var streams, scripts [][]int
+			for seed := uint64(0); seed < 8; seed++ {
+				script := walk(b, g, rand.New(rand.NewPCG(seed, 3)))
+				stream, err := g.Compact(script)
+				if err != nil {
+					b.Fatal(err)
+				}
+				streams, scripts = append(streams, stream), append(scripts, script)
 			}
-			streams, scripts = append(streams, stream), append(scripts, script)
-		}
-		perToken := func(b *testing.B, run func(k int)) {
+			var feed, expand, next time.Duration
 			toks := 0
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				k := i % len(streams)
-				run(k)
-				toks += len(scripts[k])
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(toks), "ns/token")
-		}
-		b.Run(name+"/Feed", func(b *testing.B) {
-			perToken(b, func(k int) {
+				t0 := time.Now()
 				st := g.Start()
 				for _, tok := range scripts[k] {
 					st.Allowed()
@@ -447,24 +457,193 @@ func BenchmarkDecisions(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-			})
-		})
-		b.Run(name+"/Expand", func(b *testing.B) {
-			perToken(b, func(k int) {
+				t1 := time.Now()
 				if _, err := g.Expand(streams[k]); err != nil {
 					b.Fatal(err)
 				}
-			})
-		})
-		b.Run(name+"/Next", func(b *testing.B) {
-			perToken(b, func(k int) {
+				t2 := time.Now()
 				d := g.StartDecisions()
-				for i := range streams[k] {
-					if _, err := d.Next(streams[k][:i]); err != nil {
+				for j := range streams[k] {
+					if _, err := d.Next(streams[k][:j]); err != nil {
 						b.Fatal(err)
 					}
 				}
-			})
+				t3 := time.Now()
+				feed, expand, next = feed+t1.Sub(t0), expand+t2.Sub(t1), next+t3.Sub(t2)
+				toks += len(scripts[k])
+			}
+			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(toks) }
+			b.ReportMetric(per(feed), "feed-ns/token")
+			b.ReportMetric(per(expand), "expand-ns/token")
+			b.ReportMetric(per(next), "next-ns/token")
+			b.ReportMetric(float64(expand)/float64(feed), "expand/feed")
+			b.ReportMetric(float64(next)/float64(feed), "next/feed")
 		})
+	}
+}
+
+// TestOutCursors: sketches the thread limits leave out, and templates a
+// decision rules out, count for what the grammar without options allows
+// (the positions a decision stream keeps) and never for what is allowed.
+// No workload of the tests has either (the CUDA rules' sketches always
+// have a script within the limits, and sketches that share a decision do
+// not differ in its limits), so the cases are made here from real
+// templates.
+func TestOutCursors(t *testing.T) {
+	ctx := context.Background()
+	// lockstep walks a and b (states of grammars that must allow the same
+	// tokens) and p (the grammar without options, whose Allowed a's
+	// plainAllowed must give) along random walks; it returns how many
+	// positions a had an out cursor at.
+	lockstep := func(t *testing.T, a, b, p func() *State) int {
+		outs := 0
+		for w := 0; w < 20; w++ {
+			r := rand.New(rand.NewPCG(uint64(w), 5))
+			as, bs, ps := a(), b(), p()
+			for !as.Done() {
+				got := slices.Clone(as.Allowed())
+				if want := bs.Allowed(); !slices.Equal(got, want) {
+					t.Fatalf("walk %d, %d tokens: allowed %v, want %v", w, len(as.Tokens()), got, want)
+				}
+				if got, want := as.plainAllowed(), ps.Allowed(); !slices.Equal(got, want) {
+					t.Fatalf("walk %d, %d tokens: plain set %v, the plain grammar's %v", w, len(as.Tokens()), got, want)
+				}
+				if slices.ContainsFunc(as.live, func(c cursor) bool { return c.out }) {
+					outs++
+				}
+				tok := got[r.IntN(len(got))]
+				for _, st := range []*State{as, bs, ps} {
+					if err := st.Feed(tok); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		return outs
+	}
+	t.Run("a sketch left out", func(t *testing.T) {
+		// SFM/0's four sketches, the first one as if the limits left it
+		// out, against a grammar of the other three.
+		_, _, g := setup(t, "SFM", 0)
+		cut := *g
+		cut.limited, cut.templates, cut.outside, cut.plain = true, g.templates[1:], g.templates[:1], g
+		three := *g
+		three.templates = g.templates[1:]
+		three.plain = &three
+		if outs := lockstep(t, cut.Start, three.Start, g.Start); outs == 0 {
+			t.Fatal("no out cursor: not the case the test means")
+		}
+		for w := uint64(0); w < 8; w++ {
+			script := walk(t, &cut, rand.New(rand.NewPCG(w, 6)))
+			s1, err1 := cut.Compact(script)
+			s2, err2 := g.Compact(script)
+			if err1 != nil || err2 != nil || !slices.Equal(s1, s2) {
+				t.Fatalf("Compact: %v (%v) with a sketch left out, %v (%v) without", s1, err1, s2, err2)
+			}
+		}
+	})
+	t.Run("a template ruled out by a decision", func(t *testing.T) {
+		// GMM/0's sketch twice: with the CUDA limits, and with tighter
+		// ones (64 threads, 2 vthreads), which a decision within the
+		// CUDA limits can rule out. Together they allow what the first
+		// alone does.
+		f, v, g := setup(t, "GMM", 0)
+		lim := limited(t, f, v)
+		sp, err := sample.NewSpace(ctx, f, 1, sample.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sp.Sketches()) != 1 || len(lim.templates) != 1 {
+			t.Fatalf("%d sketches: not the case the test means", len(sp.Sketches()))
+		}
+		tight := postproc.CUDALimits()
+		tight.MaxThreadsPerBlock, tight.MaxVThread = 64, 2
+		tt, err := lim.template(ctx, sp.Sketches()[0], config{limits: &tight})
+		if err != nil {
+			t.Fatal(err)
+		}
+		two := *lim
+		two.templates = []*template{lim.templates[0], tt}
+		if outs := lockstep(t, two.Start, lim.Start, g.Start); outs == 0 {
+			t.Fatal("no template was ruled out: not the case the test means")
+		}
+	})
+}
+
+// TestMultiTokenNumbers: with extents above vocab.MaxNumber, tile factors
+// of several tokens are decisions token by token: streams of walks (which
+// take a longer number half the time they can), with and without thread
+// limits, hold continuation tokens, compact and expand back, and the
+// limited state knows the positions the grammar without options keeps
+// even where the limits rule out the longer number (204 and 2048, "204
+// ##8", both divide 104,448 = 2048 x 51).
+func TestMultiTokenNumbers(t *testing.T) {
+	ctx := context.Background()
+	v, err := vocab.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := build(t, rowSum(1, 2048*51, 1))
+	g, err := New(ctx, f, v, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := limited(t, f, v)
+	isCont := func(id int) bool {
+		s, _ := v.Token(id)
+		return strings.HasPrefix(s, "##")
+	}
+	id1, _ := v.ID("1")
+	id204, _ := v.ID("204")
+	cont := 0
+	for w := uint64(0); w < 40; w++ {
+		for gi, wg := range []*Grammar{g, lim} {
+			r := rand.New(rand.NewPCG(w, uint64(gi)))
+			st, ps := wg.Start(), g.Start()
+			ones := 0
+			for !st.Done() {
+				if got, want := st.plainAllowed(), ps.Allowed(); !slices.Equal(got, want) {
+					t.Fatalf("walk %d, %d tokens: plain set %v, the plain grammar's %v", w, len(st.Tokens()), got, want)
+				}
+				a := st.Allowed()
+				tok := a[r.IntN(len(a))]
+				// Half the time, a longer number when there is one; in
+				// walk 0, the first tiling of j is [1 1 204 ...]: 204
+				// threads, where the limits allow 204 and not 2048.
+				if i := slices.IndexFunc(a, isCont); i >= 0 && len(a) > 1 && r.IntN(2) == 0 {
+					tok = a[i]
+				}
+				if w == 0 && len(a) > 1 && ones <= 2 {
+					if ones < 2 {
+						tok = id1
+					} else {
+						tok = id204
+					}
+					ones++
+				}
+				if err := st.Feed(tok); err != nil {
+					t.Fatal(err)
+				}
+				if err := ps.Feed(tok); err != nil {
+					t.Fatal(err)
+				}
+			}
+			script := st.Tokens()
+			stream, err := wg.Compact(script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range stream {
+				if isCont(id) {
+					cont++
+				}
+			}
+			if back, err := wg.Expand(stream); err != nil || !slices.Equal(back, script) {
+				t.Fatalf("walk %d: Expand: %v", w, err)
+			}
+		}
+	}
+	if cont == 0 {
+		t.Fatal("no continuation token in any stream: not the case the test means")
 	}
 }

@@ -357,6 +357,11 @@ func (st *State) Feed(tok int) error {
 		name, _ := st.g.v.Token(tok)
 		return fmt.Errorf("grammar: %w: %d (%q) after %d tokens", ErrNotAllowed, tok, name, len(st.fed))
 	}
+	return st.advance(tok)
+}
+
+// advance is Feed of a token known to be allowed.
+func (st *State) advance(tok int) error {
 	st.fed = append(st.fed, tok)
 	st.line = append(st.line, tok)
 	if st.dec != nil {
@@ -464,6 +469,7 @@ type decision struct {
 	symbolic bool    // a loop of symbolic extent: [-1 1 ... 1]
 	cands    []int64 // the values allowed for the number being written
 	all      []int64 // WithThreadLimits: cands before the limits filter them; nil: cands
+	plain    bool    // only for what the grammar without options allows: not filtered
 	typed    []int   // its tokens so far
 	last     bool    // the last token fed completed the decision
 	chosen   []int64 // the factors of a perfect tile written so far
@@ -626,7 +632,7 @@ func (d *decision) allowed(st *State, out []int, plain bool) []int {
 				}
 			} else {
 				// A factor that a longer one extends: what may follow it.
-				nd := &decision{list: true, opened: true, n: d.n, k: d.k, rest: d.rest, maxInner: d.maxInner, symbolic: d.symbolic, chosen: slices.Clone(d.chosen)}
+				nd := &decision{list: true, opened: true, n: d.n, k: d.k, rest: d.rest, maxInner: d.maxInner, symbolic: d.symbolic, chosen: slices.Clone(d.chosen), plain: plain}
 				nd.next(st, v)
 				out = nd.allowed(st, out, plain)
 			}

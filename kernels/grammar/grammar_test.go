@@ -97,52 +97,74 @@ func TestRandomWalk(t *testing.T) {
 // the postprocessors reject too: the grammar does not judge GPU limits)
 // are allowed token for token: the grammar covers the design space.
 func TestSampledScriptsAllowed(t *testing.T) {
-	ctx := context.Background()
 	for _, fam := range []string{"GMM", "C2D", "SFM", "NRM", "CBR", "TBG"} {
 		f, v, g := setup(t, fam, 0)
-		sp, err := sample.NewSpace(ctx, f, 1, sample.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss, err := sp.DrawN(ctx, 5, 12)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, s := range ss {
-			if !s.OK() && s.Rejection.Phase == verdict.PhaseReplay {
-				continue
-			}
-			n++
-			script, err := encode.Encode(f, s.Trace)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !s.OK() {
-				// Rejected by a postprocessor: the sketch with its
-				// decisions, which the grammar completes with
-				// EnterPostproc.
-				script = append(script, "EnterPostproc\n"...)
-			}
-			toks, err := v.Encode(string(script))
-			if err != nil {
-				t.Fatal(err)
-			}
-			eos, _ := v.ID(vocab.EOS)
+		draws := sampledScripts(t, f, v, 12, false)
+		for _, d := range draws {
 			st := g.Start()
-			for i, tok := range append(toks, eos) {
+			for i, tok := range d.toks {
 				if err := st.Feed(tok); err != nil {
-					t.Fatalf("%s draw %d: token %d: %v\n%s", fam, s.Index, i, err, script)
+					t.Fatalf("%s draw %d: token %d: %v", fam, d.index, i, err)
 				}
 			}
 			if !st.Done() {
-				t.Fatalf("%s draw %d: not done after <eos>", fam, s.Index)
+				t.Fatalf("%s draw %d: not done after <eos>", fam, d.index)
 			}
 		}
-		if n == 0 {
+		if len(draws) == 0 {
 			t.Errorf("%s: every draw among 12 was rejected in replay", fam)
 		}
 	}
+}
+
+// drawn is the script of one of the sampler's draws.
+type drawn struct {
+	index int   // the draw's
+	toks  []int // <eos> included
+}
+
+// sampledScripts returns the scripts of n draws (seed 5) of f's design
+// space that replay, as the grammar completes them: the sketch with its
+// decisions, then EnterPostproc and <eos>. With accepted, only those the
+// postprocessors accept too.
+func sampledScripts(t testing.TB, f *ir.PrimFunc, v *vocab.Vocab, n int, accepted bool) []drawn {
+	t.Helper()
+	ctx := context.Background()
+	sp, err := sample.NewSpace(ctx, f, 1, sample.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := sp.DrawN(ctx, 5, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eos, _ := v.ID(vocab.EOS)
+	var out []drawn
+	for _, s := range ss {
+		if !s.OK() && (accepted || s.Rejection.Phase == verdict.PhaseReplay) {
+			continue
+		}
+		script, err := encode.Encode(f, s.Trace.WithoutPostproc())
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks, err := v.Encode(string(script) + "EnterPostproc\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, drawn{index: s.Index, toks: append(toks, eos)})
+	}
+	return out
+}
+
+// limited returns f's grammar WithThreadLimits.
+func limited(t testing.TB, f *ir.PrimFunc, v *vocab.Vocab) *Grammar {
+	t.Helper()
+	g, err := New(context.Background(), f, v, 1, WithThreadLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // TestDecisionsConstrained: at a tile decision only the divisors that

@@ -677,7 +677,7 @@ func (st *State) record(d *decision) {
 
 // filter keeps the candidates of d that keep within the limits.
 func (st *State) filter(d *decision) {
-	if !st.g.limited {
+	if !st.g.limited || d.plain {
 		return
 	}
 	d.all = slices.Clone(d.cands)

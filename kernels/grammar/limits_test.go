@@ -9,10 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"dragonx/kernels/encode"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/postproc"
-	"dragonx/kernels/sample"
 	"dragonx/kernels/vocab"
 	"dragonx/kernels/workload"
 )
@@ -345,7 +343,6 @@ func TestLimitsNoEffect(t *testing.T) {
 // the limits (the other half of exactness, beyond the small spaces
 // TestLimitsExhaustive enumerates).
 func TestLimitsAllowSampledScripts(t *testing.T) {
-	ctx := context.Background()
 	fams := limitFamilies
 	if testing.Short() {
 		fams = []string{"C2D", "GMM", "T2D"}
@@ -353,36 +350,13 @@ func TestLimitsAllowSampledScripts(t *testing.T) {
 	accepted := 0
 	for _, fam := range fams {
 		f, v, _ := setup(t, fam, 0)
-		lim, err := New(ctx, f, v, 1, WithThreadLimits())
-		if err != nil {
-			t.Fatal(err)
-		}
-		sp, err := sample.NewSpace(ctx, f, 1, sample.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss, err := sp.DrawN(ctx, 5, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		eos, _ := v.ID(vocab.EOS)
-		for _, s := range ss {
-			if !s.OK() {
-				continue
-			}
+		lim := limited(t, f, v)
+		for _, d := range sampledScripts(t, f, v, 64, true) {
 			accepted++
-			script, err := encode.Encode(f, s.Trace.WithoutPostproc())
-			if err != nil {
-				t.Fatal(err)
-			}
-			toks, err := v.Encode(string(script) + "EnterPostproc\n")
-			if err != nil {
-				t.Fatal(err)
-			}
 			st := lim.Start()
-			for i, tok := range append(toks, eos) {
+			for i, tok := range d.toks {
 				if err := st.Feed(tok); err != nil {
-					t.Fatalf("%s draw %d: token %d: %v\n%s", fam, s.Index, i, err, script)
+					t.Fatalf("%s draw %d: token %d: %v", fam, d.index, i, err)
 				}
 			}
 		}

@@ -158,12 +158,13 @@ locals {
     bench_trials  = { smoke = 4, small = 8, paper = 1000 }      # the search baseline's trials per task
     # The decisions format's rows (var.format = "decisions"), in place of the rows of the same
     # name without _d: its examples are 84 tokens on average (140 at most) against 719 (1,180),
-    # its streams 31 tokens at most with <eos> (docs/pipeline.md ## encode, ## Scales).
+    # its streams 31 tokens at most with <eos>. small: 1,000 steps of 32 are 4.6 epochs, 10.7
+    # minutes of training measured at load 2-5 (docs/pipeline.md ## Scales).
     context_d       = { smoke = 160, small = 160, paper = 256 }
-    steps_d         = { smoke = 20, small = 300, paper = 60000 }
+    steps_d         = { smoke = 20, small = 1000, paper = 60000 }
     batch_d         = { smoke = 8, small = 32, paper = 64 }
     lr_d            = { smoke = 3e-3, small = 2e-3, paper = 3e-4 }
-    warmup_d        = { smoke = 5, small = 20, paper = 2000 }
+    warmup_d        = { smoke = 5, small = 30, paper = 2000 }
     max_new_d       = { smoke = 48, small = 48, paper = 64 }
     rl_max_new_d    = { smoke = 48, small = 48, paper = 64 }
     bench_max_new_d = { smoke = 48, small = 48, paper = 64 }

@@ -111,6 +111,51 @@ func (p *DecisionsPrompt) Format(v *vocab.Vocab) ([]int, error) {
 	return append(ids, p.Target...), nil
 }
 
+// Text is the prompt for people: the @kernel section's text, and the
+// streams as StreamText shows them (the target's <eos> as the word
+// "<eos>").
+func (p *DecisionsPrompt) Text(v *vocab.Vocab) (string, error) {
+	head, err := p.head()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	if p.Source != nil {
+		src, err := StreamText(v, p.Source)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString("@script\n" + src + "\n")
+		if p.Bucket >= 0 {
+			b.WriteString("@bucket " + strconv.Itoa(p.Bucket) + "\n")
+		}
+	}
+	b.WriteString("@target\n")
+	t, err := StreamText(v, p.Target)
+	if err != nil {
+		return "", err
+	}
+	b.WriteString(t)
+	return b.String(), nil
+}
+
+// StreamText shows a decision stream as text: its tokens' strings
+// separated by spaces. A continuation token keeps its "##" (vocab.Decode
+// would glue it to the token before it, which in a stream is another
+// decision, not its number's first token).
+func StreamText(v *vocab.Vocab, ids []int) (string, error) {
+	words := make([]string, len(ids))
+	for i, id := range ids {
+		w, ok := v.Token(id)
+		if !ok {
+			return "", fmt.Errorf("encode: stream token %d is id %d, outside the vocabulary", i, id)
+		}
+		words[i] = w
+	}
+	return strings.Join(words, " "), nil
+}
+
 // head is the text of the @kernel section: the spec and block lines, or
 // a custom module's kernel text.
 func (p *DecisionsPrompt) head() (string, error) {

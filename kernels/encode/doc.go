@@ -26,5 +26,7 @@
 // rebuilds (the loop grid of each block, regions the body accesses);
 // ParseKernel gives back the same function, ir.Hash included. Prompt
 // joins a kernel text, an existing script and its latency bucket, and a
-// target script.
+// target script. DecisionsPrompt is the decisions format's prompt, as
+// token ids: the workload's spec and its blocks' iteration domains, and
+// decision streams (kernels/grammar's Compact) in place of scripts.
 package encode

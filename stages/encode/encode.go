@@ -920,6 +920,10 @@ func encodeDecisions(ctx context.Context, voc *vocab.Vocab, grammars *grammarCac
 	if err != nil {
 		return r, err
 	}
+	promptText, err := p.Text(voc)
+	if err != nil {
+		return r, err
+	}
 	r.prompt = len(promptIDs)
 	full := promptIDs
 	if j.target != nil {
@@ -942,10 +946,6 @@ func encodeDecisions(ctx context.Context, voc *vocab.Vocab, grammars *grammarCac
 		q.Func == nil || ir.Hash(q.Func) != ir.Hash(f) {
 		return r, errors.New("the prompt parses into other parts")
 	}
-	promptText, err := voc.Decode(promptIDs)
-	if err != nil {
-		return r, fmt.Errorf("the prompt tokens do not decode: %w", err)
-	}
 	if j.test {
 		line := HeldoutLine{Task: j.task, Index: j.index, Hash: w.Hash, Family: w.Family, Prompt: promptIDs,
 			ReferenceLatencyS: j.refLatency, LatencySource: j.latencySource, Format: FormatDecisions}
@@ -959,9 +959,9 @@ func encodeDecisions(ctx context.Context, voc *vocab.Vocab, grammars *grammarCac
 		return r, err
 	}
 	r.target = len(p.Target)
-	targetText, err := voc.Decode(p.Target[:len(p.Target)-1])
+	targetText, err := kencode.StreamText(voc, p.Target[:len(p.Target)-1])
 	if err != nil {
-		return r, fmt.Errorf("the target stream does not decode: %w", err)
+		return r, err
 	}
 	if r.train, err = marshalLine(TrainLine{Task: j.task, Hash: w.Hash, Family: w.Family, Prompt: promptIDs, Target: p.Target, Format: FormatDecisions}); err != nil {
 		return r, err

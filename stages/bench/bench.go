@@ -197,7 +197,12 @@ type Params struct {
 	// TaskPick is how Tasks chooses among a file's tasks: "" (the
 	// first) or TaskPickSpread (evenly spaced through the file, so that
 	// a few tasks cover the families of a file sorted by family).
-	TaskPick     string `json:"task_pick,omitempty"`
+	TaskPick string `json:"task_pick,omitempty"`
+	// Format is the prompt format of an outside set's tasks (stages/sft's
+	// formats): "" for script, "decisions" for the policies of an encode
+	// stage with format = "decisions". Held-out tasks' format is read
+	// from heldout.jsonl.
+	Format       string `json:"format,omitempty"`
 	SearchTrials int    `json:"search_trials"`
 	// SearchCheck is how the search baseline checks its candidates:
 	// SearchStatic or SearchNumeric; "" when search is not a baseline
@@ -268,7 +273,7 @@ type Stage struct {
 var schema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "heldout"}, {Name: "vocab"},
-		{Name: "construction_tasks"}, {Name: "refinement_prompts"}, {Name: "outside"}, {Name: "task_pick"},
+		{Name: "construction_tasks"}, {Name: "refinement_prompts"}, {Name: "outside"}, {Name: "format"}, {Name: "task_pick"},
 		{Name: "db"},
 		{Name: "baselines"}, {Name: "attempts"}, {Name: "temperature"}, {Name: "top_k"}, {Name: "greedy"},
 		{Name: "max_new"}, {Name: "constrained"}, {Name: "gpu_limits"}, {Name: "decoding"}, {Name: "tasks"}, {Name: "search_trials"}, {Name: "search_check"}, {Name: "target"},
@@ -465,6 +470,16 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		}
 		return ""
 	})
+	format := string(sft.FormatScript)
+	decodeAttr("format", &format, func() string {
+		if format != string(sft.FormatScript) && format != string(sft.FormatDecisions) {
+			return fmt.Sprintf("format is %q; want %q or %q (the prompt format of the outside tasks: encode's format).", format, sft.FormatScript, sft.FormatDecisions)
+		}
+		return ""
+	})
+	if format == string(sft.FormatDecisions) {
+		sp.Format = format
+	}
 	decodeAttr("outside", &sp.Outside, func() string {
 		if !slices.Contains(taskset.Names(), sp.Outside) {
 			return fmt.Sprintf("outside is %q; want an outside task set: %s (kernels/taskset).", sp.Outside, strings.Join(taskset.Names(), ", "))
@@ -574,9 +589,9 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	}{
 		{"policies", names}, {"baselines", sp.Baselines}, {"attempts", sp.Attempts}, {"temperature", sp.Temperature},
 		{"top_k", sp.TopK}, {"greedy", sp.Greedy}, {"max_new", sp.MaxNew}, {"constrained", sp.Constrained},
-		{"gpu_limits", sp.GPULimits}, {"decoding", sp.Decoding}, {"tasks", sp.Tasks}, {"task_pick", sp.TaskPick}, {"search_trials", sp.SearchTrials}, {"search_check", sp.SearchCheck}, {"outside", sp.Outside}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
+		{"gpu_limits", sp.GPULimits}, {"decoding", sp.Decoding}, {"tasks", sp.Tasks}, {"task_pick", sp.TaskPick}, {"search_trials", sp.SearchTrials}, {"search_check", sp.SearchCheck}, {"outside", sp.Outside}, {"format", sp.Format}, {"target", sp.Target}, {"numeric", sp.Numeric}, {"seed", sp.Seed},
 	} {
-		if p.name == "search_check" && sp.SearchCheck == "" || p.name == "outside" && sp.Outside == "" || p.name == "task_pick" && sp.TaskPick == "" {
+		if p.name == "search_check" && sp.SearchCheck == "" || p.name == "outside" && sp.Outside == "" || p.name == "task_pick" && sp.TaskPick == "" || p.name == "format" && sp.Format == "" {
 			continue // no search baseline, no outside set: the keys of benches without them stay as they were
 		}
 		if (p.name == "decoding") != (sp.Decoding != nil) && (p.name == "decoding" || p.name == "constrained" || p.name == "gpu_limits") {
@@ -783,6 +798,9 @@ func (p Params) promptInputs() []string {
 // are refused rather than left unread.
 func checkTaskInputs(content *hcl.BodyContent, sp Spec, decl hcl.Range) hcl.Diagnostics {
 	var diags hcl.Diagnostics
+	if a, ok := content.Attributes["format"]; ok && sp.Outside == "" {
+		diags = append(diags, diag("Unused format", "format is the prompt format of an outside set's tasks; the held-out tasks' format is read from heldout.jsonl: remove it, or set outside.", a.Expr.Range()))
+	}
 	if sp.Outside == "" {
 		for _, name := range heldoutTaskInputs {
 			if _, ok := content.Attributes[name]; !ok {

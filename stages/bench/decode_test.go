@@ -43,6 +43,17 @@ func TestDecodeOutside(t *testing.T) {
 	if err := s.Spec().Validate(); err != nil {
 		t.Errorf("the decoded spec: %v", err)
 	}
+	// format: "script" is the key of no format; "decisions" is in it.
+	paramsOf := func(extra string) string {
+		cfg, diags := load(t, outsideSrc("  baselines = [\"unscheduled\"]"+extra))
+		if cfg == nil {
+			t.Fatalf("%q: diagnostics: %v", extra, diags)
+		}
+		return params(cfg.Instances[0].Stage.(*bench.Stage))
+	}
+	if none, script, dec := paramsOf(""), paramsOf("\n  format = \"script\""), paramsOf("\n  format = \"decisions\""); none != script || !strings.Contains(dec, "\nformat=\"decisions\"\n") {
+		t.Errorf("params without format:\n%s\nwith format script:\n%s\nwith decisions:\n%s", none, script, dec)
+	}
 	sp := s.Spec()
 	sp.Files["construction_tasks"] = "in/c.jsonl"
 	if sp.Validate() == nil {
@@ -69,6 +80,8 @@ func TestDiagnostics(t *testing.T) {
 		{"top_k negative", stageSrc("  top_k = -2"), "top_k is -2", 2},
 		{"max_new zero", stageSrc("  max_new = 0"), "max_new is 0", 2},
 		{"tasks negative", stageSrc("  tasks = -1"), "tasks is -1", 2},
+		{"format without outside", stageSrc("  format = \"decisions\""), "Unused format", 2},
+		{"format unknown", outsideSrc("  format = \"text\""), `format is "text"`, 2},
 		{"task_pick unknown", stageSrc("  task_pick = \"random\""), `task_pick is "random"`, 2},
 		{"search_trials zero", stageSrc("  search_trials = 0"), "search_trials is 0", 2},
 		{"search_check unknown", stageSrc("  search_check = \"gate\""), "search_check is \"gate\"", 2},

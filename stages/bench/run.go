@@ -120,7 +120,10 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env, newLoader NewLoader) 
 		}
 	}
 	if sp.Outside != "" && voc != nil {
-		if err := BuildPrompts(tasks, voc); err != nil {
+		if sp.Format != "" {
+			format = sft.Format(sp.Format)
+		}
+		if err := BuildPrompts(tasks, voc, format); err != nil {
 			return err
 		}
 	}

@@ -140,15 +140,21 @@ func OutsideTasks(name string, n int) ([]*Task, error) {
 }
 
 // BuildPrompts gives each task the prompt encode would give it as a
-// held-out construction task (encode.ConstructionPrompt): for tasks from
-// outside the harvest, which heldout.jsonl does not hold.
-func BuildPrompts(tasks []*Task, voc *vocab.Vocab) error {
+// held-out construction task in format (encode.ConstructionPrompt, or
+// encode.DecisionsConstructionPrompt): for tasks from outside the harvest,
+// which heldout.jsonl does not hold.
+func BuildPrompts(tasks []*Task, voc *vocab.Vocab, format sft.Format) error {
 	for _, t := range tasks {
 		f, err := t.Spec.Build()
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.Name(), err)
 		}
-		if t.Prompt, err = encode.ConstructionPrompt(voc, f); err != nil {
+		if format == sft.FormatDecisions {
+			t.Prompt, err = encode.DecisionsConstructionPrompt(voc, t.Spec, f)
+		} else {
+			t.Prompt, err = encode.ConstructionPrompt(voc, f)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: its prompt: %w", t.Name(), err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	kencode "dragonx/kernels/encode"
 	"dragonx/kernels/ir"
 	"dragonx/kernels/vocab"
+	"dragonx/kernels/workload"
 )
 
 // ConstructionPrompt returns the token ids of a construction task's prompt
@@ -34,6 +35,27 @@ func ConstructionPrompt(voc *vocab.Vocab, f *ir.PrimFunc) ([]int, error) {
 	}
 	if err := checkTokens(voc, "prompt", text, ids); err != nil {
 		return nil, err
+	}
+	return ids, nil
+}
+
+// DecisionsConstructionPrompt returns the token ids of a construction
+// task's prompt in the decisions format, as encode writes a held-out
+// construction task's with format = "decisions": spec's numbers and f's
+// block domains (kernels/encode.DecisionsPrompt), no source, no latency
+// bucket; checked to parse back into the same function.
+func DecisionsConstructionPrompt(voc *vocab.Vocab, spec *workload.Spec, f *ir.PrimFunc) ([]int, error) {
+	p := kencode.DecisionsPrompt{Spec: spec, Func: f, Bucket: -1}
+	ids, err := p.Format(voc)
+	if err != nil {
+		return nil, err
+	}
+	q, err := kencode.ParseDecisionsPrompt(voc, ids)
+	if err != nil {
+		return nil, fmt.Errorf("the prompt does not parse: %w", err)
+	}
+	if q.Func == nil || ir.Hash(q.Func) != ir.Hash(f) || q.Source != nil || q.Bucket != -1 {
+		return nil, errors.New("the prompt parses into other parts")
 	}
 	return ids, nil
 }

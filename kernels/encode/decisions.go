@@ -12,9 +12,20 @@ import (
 	"strings"
 
 	"dragonx/kernels/ir"
-	"dragonx/kernels/vocab"
 	"dragonx/kernels/workload"
 )
+
+// Tokens is what the decisions format needs of a vocabulary: a
+// kernels/vocab.Vocab. It is an interface only because kernels/vocab's
+// tests read kernels/encode's texts, so this package cannot import it.
+type Tokens interface {
+	Encode(text string) ([]int, error)
+	AppendEncode(ids []int, text string) ([]int, error)
+	Decode(ids []int) (string, error)
+	ID(token string) (int, bool)
+	Token(id int) (string, bool)
+	VocabSize() int
+}
 
 // DecisionsPrompt is the prompt of the decisions format (docs/encoding.md):
 // instead of the kernel text, the workload's spec and the iteration
@@ -60,7 +71,7 @@ type DecisionsPrompt struct {
 // markers are the ids of the section tokens and the newline.
 type markers struct{ kernel, script, bucket, target, nl int }
 
-func markersOf(v *vocab.Vocab) (markers, error) {
+func markersOf(v Tokens) (markers, error) {
 	var m markers
 	for _, t := range []struct {
 		s  string
@@ -78,7 +89,7 @@ func markersOf(v *vocab.Vocab) (markers, error) {
 // Format returns the prompt's token ids in v. With an empty Target they
 // end with "@target" and a newline: what a model is given, to continue
 // with the stream.
-func (p *DecisionsPrompt) Format(v *vocab.Vocab) ([]int, error) {
+func (p *DecisionsPrompt) Format(v Tokens) ([]int, error) {
 	if p.Source == nil && p.Bucket >= 0 {
 		return nil, errors.New("encode: decisions prompt: a latency bucket without an existing script")
 	}
@@ -114,7 +125,7 @@ func (p *DecisionsPrompt) Format(v *vocab.Vocab) ([]int, error) {
 // Text is the prompt for people: the @kernel section's text, and the
 // streams as StreamText shows them (the target's <eos> as the word
 // "<eos>").
-func (p *DecisionsPrompt) Text(v *vocab.Vocab) (string, error) {
+func (p *DecisionsPrompt) Text(v Tokens) (string, error) {
 	head, err := p.head()
 	if err != nil {
 		return "", err
@@ -144,7 +155,7 @@ func (p *DecisionsPrompt) Text(v *vocab.Vocab) (string, error) {
 // separated by spaces. A continuation token keeps its "##" (vocab.Decode
 // would glue it to the token before it, which in a stream is another
 // decision, not its number's first token).
-func StreamText(v *vocab.Vocab, ids []int) (string, error) {
+func StreamText(v Tokens, ids []int) (string, error) {
 	words := make([]string, len(ids))
 	for i, id := range ids {
 		w, ok := v.Token(id)
@@ -264,7 +275,7 @@ var specWord = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // ParseKernel), and the ids must be exactly what Format writes of the
 // result. The streams are not checked against the workload's grammar
 // (that is kernels/grammar's Expand).
-func ParseDecisionsPrompt(v *vocab.Vocab, ids []int) (*DecisionsPrompt, error) {
+func ParseDecisionsPrompt(v Tokens, ids []int) (*DecisionsPrompt, error) {
 	if len(ids) > maxDecisionsPrompt {
 		return nil, fmt.Errorf("decode: decisions prompt: %w: %d tokens", ErrSyntax, len(ids))
 	}

@@ -24,7 +24,9 @@
 # Editing one shape in local.rewards reruns only that shape's rl instance.
 #
 # Every shape keeps correct = 1, incorrect = -1, the prompt's script as the
-# baseline and the H100 model's latencies; they differ in the gate and the bonus:
+# baseline and the H100 model's latencies; they differ in the gate and the bonus
+# ("numerical gate" below is the static verdict in the decisions format at scales
+# smoke and small, as in paper.hcl's rl):
 #   gate           numerical gate, no bonus
 #   log_speedup    numerical gate + ln(baseline / latency)
 #   linear_capped  numerical gate + min(baseline / latency - 1, 3)
@@ -41,6 +43,20 @@ variable "scale" {
   validation {
     condition     = contains(["smoke", "small", "paper"], var.scale)
     error_message = "scale must be smoke, small or paper."
+  }
+}
+
+# The examples' format (docs/encoding.md): "script" (prompt = kernel text, target = the script's
+# tokens) or "decisions" (prompt = the spec's numbers and the blocks' iteration domains, target =
+# the script's decision stream, which the grammar expands losslessly into the script: about 8x
+# fewer tokens an example). The sizes table's *_d rows are the decisions format's.
+variable "format" {
+  type        = string
+  default     = "decisions"
+  description = "the examples' format: script (kernel text and script tokens) or decisions (spec numbers and decision streams)"
+  validation {
+    condition     = contains(["script", "decisions"], var.format)
+    error_message = "format must be script or decisions."
   }
 }
 
@@ -69,8 +85,18 @@ locals {
     validation    = { smoke = 0.05, small = 0.02, paper = 0.05 } # share of workloads whose examples give the validation loss
     eval_tasks    = { smoke = 4, small = 20, paper = 102 }      # greedy held-out samples per task kind
     max_new       = { smoke = 64, small = 512, paper = 1024 }
+    # The decisions format's rows (paper.hcl's).
+    context_d     = { smoke = 160, small = 160, paper = 256 }
+    steps_d       = { smoke = 20, small = 1000, paper = 60000 }
+    batch_d       = { smoke = 8, small = 32, paper = 64 }
+    lr_d          = { smoke = 3e-3, small = 2e-3, paper = 3e-4 }
+    warmup_d      = { smoke = 5, small = 30, paper = 2000 }
+    max_new_d     = { smoke = 48, small = 48, paper = 64 }
   }
-  s = { for k, v in local.sizes : k => v[var.scale] }
+  s0 = { for k, v in local.sizes : k => v[var.scale] }
+  s = merge(local.s0, var.format == "decisions" ? {
+    for k in ["context", "steps", "batch", "lr", "warmup", "max_new"] : k => local.s0["${k}_d"]
+  } : {})
 }
 
 stage "workloads" {
@@ -106,6 +132,7 @@ stage "encode" {
   refinement        = stage.harvest.out.refinement
   test_construction = stage.harvest.out.test_construction
   test_refinement   = stage.harvest.out.test_refinement
+  format            = var.format
 }
 
 stage "sft" {
@@ -154,15 +181,25 @@ locals {
     rl_group   = { smoke = 3, small = 4, paper = 16 }         # samples per prompt
     rl_max_new = { smoke = 400, small = 512, paper = 1024 }   # a whole script: a cut one fails
     rl_lr      = { smoke = 1e-4, small = 1e-4, paper = 1e-5 }
+    # The decisions format's (paper.hcl's): samples of ~17 tokens; the numerical gate,
+    # about a second a sample, is the shapes' gate only in script format (static here).
+    rl_steps_d   = { smoke = 3, small = 100, paper = 2000 }
+    rl_prompts_d = { smoke = 2, small = 8, paper = 16 }
+    rl_group_d   = { smoke = 3, small = 8, paper = 16 }
+    rl_max_new_d = { smoke = 48, small = 48, paper = 64 }
   }
-  r = { for k, v in local.rl_sizes : k => v[var.scale] }
+  r0 = { for k, v in local.rl_sizes : k => v[var.scale] }
+  r = merge(local.r0, var.format == "decisions" ? {
+    for k in ["rl_steps", "rl_prompts", "rl_group", "rl_max_new"] : k => local.r0["${k}_d"]
+  } : {})
+  gate = var.format == "decisions" && var.scale != "paper" ? "static" : "numeric"
 
   # The reward shapes: one rl instance each.
   rewards = {
-    gate          = { gate = "numeric", bonus = "none" }
-    log_speedup   = { gate = "numeric", bonus = "log_speedup" }
-    linear_capped = { gate = "numeric", bonus = "linear_capped" }
-    rank          = { gate = "numeric", bonus = "rank_in_group" }
+    gate          = { gate = local.gate, bonus = "none" }
+    log_speedup   = { gate = local.gate, bonus = "log_speedup" }
+    linear_capped = { gate = local.gate, bonus = "linear_capped" }
+    rank          = { gate = local.gate, bonus = "rank_in_group" }
     no_gate       = { gate = "none", bonus = "log_speedup" }
   }
 }
@@ -220,8 +257,10 @@ locals {
     attempts      = { smoke = 2, small = 2, paper = 4 }         # sampled attempts per task, and one greedy
     bench_max_new = { smoke = 64, small = 512, paper = 1024 }
     bench_trials  = { smoke = 4, small = 8, paper = 1000 }      # the search baseline's trials per task
+    bench_max_new_d = { smoke = 48, small = 48, paper = 64 }
   }
-  b = { for k, v in local.bench_sizes : k => v[var.scale] }
+  b0 = { for k, v in local.bench_sizes : k => v[var.scale] }
+  b = merge(local.b0, var.format == "decisions" ? { bench_max_new = local.b0.bench_max_new_d } : {})
 }
 
 # One bench per reward shape: sft's and that shape's rl checkpoint.
@@ -246,6 +285,7 @@ stage "bench" {
   constrained = true
   gpu_limits  = true
   tasks       = local.b.bench_tasks
+  task_pick   = "spread"
   target      = "h100-model"
   numeric     = true
   seed        = 1
@@ -262,6 +302,7 @@ stage "baselines" {
   attempts           = local.b.attempts
   greedy             = true
   tasks              = local.b.bench_tasks
+  task_pick          = "spread"
   search_trials      = local.b.bench_trials
   target             = "h100-model"
   numeric            = true

@@ -254,11 +254,11 @@ func TestPaperSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const lrLine = "lr            = { smoke = 3e-3,"
+	const lrLine = "lr_d            = { smoke = 3e-3,"
 	if !bytes.Contains(src, []byte(lrLine)) {
 		t.Fatalf("paper.hcl no longer has the line %q that this test edits", lrLine)
 	}
-	edited := bytes.Replace(src, []byte(lrLine), []byte("lr            = { smoke = 2e-3,"), 1)
+	edited := bytes.Replace(src, []byte(lrLine), []byte("lr_d            = { smoke = 2e-3,"), 1)
 	copyPath := filepath.Join(work, "experiments", "paper.hcl")
 	if err := os.MkdirAll(filepath.Dir(copyPath), 0o755); err != nil {
 		t.Fatal(err)

@@ -67,9 +67,15 @@ func TestAblationSharesPaperStages(t *testing.T) {
 				shapes[inst.Addr.Key] = s.Spec().Reward
 			}
 		}
+		// The gated shapes gate as paper.hcl's rl does: on the static
+		// verdict in the decisions format (the default) below scale paper.
+		gate := rl.GateStatic
+		if scale == "paper" {
+			gate = rl.GateNumeric
+		}
 		want := map[string][2]string{
-			"gate": {rl.GateNumeric, rl.BonusNone}, "log_speedup": {rl.GateNumeric, rl.BonusLogSpeedup},
-			"linear_capped": {rl.GateNumeric, rl.BonusLinearCapped}, "rank": {rl.GateNumeric, rl.BonusRank},
+			"gate": {gate, rl.BonusNone}, "log_speedup": {gate, rl.BonusLogSpeedup},
+			"linear_capped": {gate, rl.BonusLinearCapped}, "rank": {gate, rl.BonusRank},
 			"no_gate": {rl.GateNone, rl.BonusLogSpeedup},
 		}
 		if len(shapes) != len(want) {

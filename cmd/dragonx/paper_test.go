@@ -326,6 +326,25 @@ func TestPaperSmoke(t *testing.T) {
 		t.Errorf("run after a style edit: want 1 ran, 6 cached:\n%s", stderr)
 	}
 	checkRunLog(t, run, cacheDir, work)
+
+	// The outside task set (issue 31) from paper.hcl: with outside_tasks the
+	// bench_outside stage benches KernelBench level 1's 8 covered problems
+	// with the same policies, in the decisions format's prompts, and the
+	// analysis reports them beside the held-out tasks.
+	outside := filepath.Join(work, "out-outside")
+	_, stderr = run("run", "-cache", cacheDir, "-out", outside, "-var", "scale=smoke", "-var", "outside_tasks=true", paper)
+	if !strings.Contains(stderr, "2 ran, 6 cached") {
+		t.Errorf("run with outside_tasks: want bench_outside and analysis run, 6 cached:\n%s", stderr)
+	}
+	table, err := os.ReadFile(filepath.Join(outside, "analysis", "tables", "outside.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| outside-kernelbench-level1 | kernelbench-level1 | rl | grammar+gpu_limits | 8 |", "| outside-kernelbench-level1 | kernelbench-level1 | baseline:random_walk |"} {
+		if !bytes.Contains(table, []byte(want)) {
+			t.Errorf("outside.md has no row starting %q:\n%s", want, table)
+		}
+	}
 }
 
 // checkRunLog checks the run log of TestPaperSmoke's three runs (paper.hcl,

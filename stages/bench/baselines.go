@@ -22,8 +22,8 @@ import (
 // the tasks on the judging workers, and records each task's attempts.
 func (r *run) baseline(ctx context.Context, b string) error {
 	name := BaselinePrefix + b
-	todo := r.todo(name, "")
-	if len(todo) == 0 {
+	pending := r.pending(name, "")
+	if len(pending) == 0 {
 		r.logf("%s: every task done by an earlier attempt", name)
 		return nil
 	}
@@ -38,8 +38,8 @@ func (r *run) baseline(ctx context.Context, b string) error {
 	start := time.Now()
 	var mu sync.Mutex
 	done := 0
-	err := parallel(ctx, len(todo), r.sp.Threads, func(ctx context.Context, i int) error {
-		t := todo[i]
+	err := parallel(ctx, len(pending), r.sp.Threads, func(ctx context.Context, i int) error {
+		t := pending[i]
 		base, err := r.baselineUS(ctx, t)
 		if err != nil {
 			return err
@@ -55,13 +55,13 @@ func (r *run) baseline(ctx context.Context, b string) error {
 		done++
 		d := done
 		mu.Unlock()
-		r.progress(name, d, len(todo), start)
+		r.progress(name, d, len(pending), start)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	r.logf("%s: %d tasks in %.1f s", name, len(todo), time.Since(start).Seconds())
+	r.logf("%s: %d tasks in %.1f s", name, len(pending), time.Since(start).Seconds())
 	return nil
 }
 

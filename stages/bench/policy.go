@@ -43,8 +43,8 @@ type policyRow struct {
 // tasks it has none at yet, a chunk of tasks at a time (at most spec.batch
 // rows a call), and records each task's attempts in the state.
 func (r *run) policy(ctx context.Context, ld Loader, p Policy, mode string) error {
-	todo := r.todo(p.Name, mode)
-	if len(todo) == 0 {
+	pending := r.pending(p.Name, mode)
+	if len(pending) == 0 {
 		r.logf("policy %s (%s): every task done by an earlier attempt", p.Name, mode)
 		return nil
 	}
@@ -60,8 +60,8 @@ func (r *run) policy(ctx context.Context, ld Loader, p Policy, mode string) erro
 	chunk := max(1, r.sp.Batch/max(1, r.sp.Attempts))
 	var sampleTime time.Duration
 	tokens, rows := 0, 0
-	for c := 0; c < len(todo); c += chunk {
-		tasks := todo[c:min(c+chunk, len(todo))]
+	for c := 0; c < len(pending); c += chunk {
+		tasks := pending[c:min(c+chunk, len(pending))]
 		bases := make([]*float64, len(tasks))
 		if err := parallel(ctx, len(tasks), r.sp.Threads, func(ctx context.Context, i int) error {
 			var err error
@@ -133,12 +133,12 @@ func (r *run) policy(ctx context.Context, ld Loader, p Policy, mode string) erro
 			if err := r.st.put(atts); err != nil {
 				return err
 			}
-			r.progress(p.Name, c+k+1, len(todo), start)
+			r.progress(p.Name, c+k+1, len(pending), start)
 		}
 	}
 	if rows > 0 {
 		r.logf("policy %s (%s): %d attempts at %d tasks, %d tokens in %.1f s of sampling (%.2f s per attempt, %.0f tokens/s); %.1f s in all",
-			p.Name, mode, rows, len(todo), tokens, sampleTime.Seconds(), sampleTime.Seconds()/float64(rows), float64(tokens)/max(sampleTime.Seconds(), 1e-9), time.Since(start).Seconds())
+			p.Name, mode, rows, len(pending), tokens, sampleTime.Seconds(), sampleTime.Seconds()/float64(rows), float64(tokens)/max(sampleTime.Seconds(), 1e-9), time.Since(start).Seconds())
 	}
 	return nil
 }

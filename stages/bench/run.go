@@ -349,20 +349,20 @@ func (r *run) judgeSample(ctx context.Context, t *Task, mode string, toks []int)
 }
 
 // progress reports a finished group of name's, with that entry's ETA.
-func (r *run) progress(name string, done, todo int, since time.Time) {
+func (r *run) progress(name string, done, total int, since time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.done++
-	note := fmt.Sprintf("%s %d/%d tasks", name, done, todo)
-	if done > 0 && done < todo {
-		eta := time.Duration(float64(time.Since(since)) / float64(done) * float64(todo-done))
+	note := fmt.Sprintf("%s %d/%d tasks", name, done, total)
+	if done > 0 && done < total {
+		eta := time.Duration(float64(time.Since(since)) / float64(done) * float64(total-done))
 		note += ", ETA " + eta.Round(time.Second).String()
 	}
 	r.rep.Report(progress.Event{Done: int64(r.done), Total: int64(r.total), Unit: "tasks", Note: note})
 }
 
-// todo returns the tasks name has no attempts at yet under decoding mode.
-func (r *run) todo(name, mode string) []*Task {
+// pending returns the tasks name has no attempts at yet under decoding mode.
+func (r *run) pending(name, mode string) []*Task {
 	var out []*Task
 	for _, t := range r.tasks {
 		if _, ok := r.st.get(name, mode, t); !ok {

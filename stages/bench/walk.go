@@ -30,8 +30,8 @@ const walkStream = 0x77616c6b // "walk"
 // attempts, each judged as a policy's sample.
 func (r *run) walks(ctx context.Context, mode string) error {
 	name := BaselinePrefix + BaselineRandomWalk
-	todo := r.todo(name, mode)
-	if len(todo) == 0 {
+	pending := r.pending(name, mode)
+	if len(pending) == 0 {
 		r.logf("%s (%s): every task done by an earlier attempt", name, mode)
 		return nil
 	}
@@ -39,8 +39,8 @@ func (r *run) walks(ctx context.Context, mode string) error {
 	start := time.Now()
 	var mu sync.Mutex
 	done, tokens := 0, 0
-	err := parallel(ctx, len(todo), r.sp.Threads, func(ctx context.Context, i int) error {
-		t := todo[i]
+	err := parallel(ctx, len(pending), r.sp.Threads, func(ctx context.Context, i int) error {
+		t := pending[i]
 		base, err := r.baselineUS(ctx, t)
 		if err != nil {
 			return err
@@ -70,13 +70,13 @@ func (r *run) walks(ctx context.Context, mode string) error {
 		tokens += n
 		d := done
 		mu.Unlock()
-		r.progress(name+" ("+mode+")", d, len(todo), start)
+		r.progress(name+" ("+mode+")", d, len(pending), start)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	r.logf("%s (%s): %d tasks, %d tokens in %.1f s", name, mode, len(todo), tokens, time.Since(start).Seconds())
+	r.logf("%s (%s): %d tasks, %d tokens in %.1f s", name, mode, len(pending), tokens, time.Since(start).Seconds())
 	return nil
 }
 

@@ -15,7 +15,7 @@ var ErrNotInGrammar = errors.New("not in the grammar")
 
 // Compact returns script's decision stream: the tokens of script at the
 // positions where the grammar without options allows more than one token,
-// then <eos> (exactly one: if <eos> itself was a choice, it is that one).
+// or that write a decision's value (forced or not), then <eos> (exactly one: if <eos> itself was a choice, it is that one).
 // script is a complete script's tokens, <eos> included; a script the
 // grammar without options does not accept is an error wrapping
 // ErrNotInGrammar. Thread limits play no part: a grammar built
@@ -28,7 +28,7 @@ func (g *Grammar) Compact(script []int) ([]int, error) {
 			return nil, fmt.Errorf("grammar: %w: %d tokens after the script's <eos> at token %d", ErrNotInGrammar, len(script)-i, i)
 		}
 		a := st.Allowed()
-		choice := len(a) > 1
+		choice := len(a) > 1 || st.valueNext()
 		if !slices.Contains(a, tok) {
 			return nil, fmt.Errorf("grammar: %w: token %d: %s is not allowed; allowed: %s", ErrNotInGrammar, i, g.name(tok), g.names(a))
 		}
@@ -121,11 +121,12 @@ func (d *DecisionState) Next(prefix []int) ([]int, error) {
 }
 
 // skip feeds the forced tokens (those the grammar without options is
-// alone to allow) up to the next decision or the script's end.
+// alone to allow, outside a decision's value) up to the next kept
+// position or the script's end.
 func (d *DecisionState) skip() error {
 	for !d.st.Done() {
 		p := d.st.plainAllowed()
-		if len(p) != 1 {
+		if len(p) != 1 || d.st.valueNext() {
 			if len(p) == 0 {
 				return fmt.Errorf("grammar: %w: decision %d: no token is allowed after %d script tokens", ErrNotInGrammar, len(d.stream), len(d.st.fed))
 			}
@@ -200,4 +201,21 @@ func (g *Grammar) names(toks []int) string {
 		s += fmt.Sprintf(" … (%d in all)", len(toks))
 	}
 	return s
+}
+
+// valueNext reports whether the next token writes a decision's value: a
+// factor of a perfect tile (not its brackets) or a lone number (not the
+// literal after it). Such a position is in the decision stream even when
+// the grammar forces it, so that a stream has one token per value (per
+// digit group of a long number) and each value's place in it does not
+// hang on the values before it.
+func (st *State) valueNext() bool {
+	if st.dec == nil || st.done || st.err != nil {
+		return false
+	}
+	d := st.dec
+	if d.list {
+		return d.opened && d.k < d.n
+	}
+	return len(d.typed) == 0 || d.extendable(st)
 }

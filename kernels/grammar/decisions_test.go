@@ -74,14 +74,16 @@ func TestCompactExpandRoundTrip(t *testing.T) {
 }
 
 // choices returns the tokens of script at the positions where g (without
-// options) allows more than one token, then <eos> unless the last of them
-// was: the definition of a decision stream, by Allowed.
+// options) allows more than one token or that write a decision's value,
+// then <eos> unless the last of them was: the definition of a decision
+// stream, by Allowed and by the script's text (valueTokens).
 func choices(t testing.TB, g *Grammar, script []int) []int {
 	t.Helper()
+	value := valueTokens(t, g, script)
 	st := g.Start()
 	var out []int
-	for _, tok := range script {
-		if len(st.Allowed()) > 1 {
+	for i, tok := range script {
+		if len(st.Allowed()) > 1 || value[i] {
 			out = append(out, tok)
 		}
 		if err := st.Feed(tok); err != nil {
@@ -90,6 +92,40 @@ func choices(t testing.TB, g *Grammar, script []int) []int {
 	}
 	if len(out) == 0 || out[len(out)-1] != g.eos {
 		out = append(out, g.eos)
+	}
+	return out
+}
+
+// valueTokens marks the tokens of script that write a sampled decision's
+// value, read from the text: in a "(Sample... = VALUE)" group, the tokens
+// after the "=" up to the ")", brackets and spaces aside.
+func valueTokens(t testing.TB, g *Grammar, script []int) []bool {
+	t.Helper()
+	out := make([]bool, len(script))
+	var line strings.Builder
+	inValue := false
+	for i, tok := range script {
+		s, ok := g.v.Token(tok)
+		if !ok {
+			t.Fatalf("token %d has no text", tok)
+		}
+		if s == "\n" {
+			line.Reset()
+			inValue = false
+			continue
+		}
+		text := line.String()
+		if inValue && strings.TrimSpace(s) == ")" {
+			inValue = false
+		}
+		if inValue && strings.Trim(s, " []") != "" {
+			out[i] = true
+		}
+		line.WriteString(s)
+		if !inValue && strings.TrimSpace(s) == "=" {
+			open := strings.LastIndex(text, "(")
+			inValue = open >= 0 && strings.HasPrefix(strings.TrimSpace(text[open+1:]), "Sample") && !strings.Contains(text[open:], ")")
+		}
 	}
 	return out
 }
@@ -180,7 +216,7 @@ func TestDecisionWalk(t *testing.T) {
 					st, d := wg.Start(), wg.StartDecisions()
 					k := 0
 					for _, tok := range script {
-						if len(st.plainAllowed()) > 1 {
+						if len(st.plainAllowed()) > 1 || st.valueNext() {
 							want := slices.Clone(st.Allowed())
 							got, err := d.Next(stream[:k])
 							if err != nil {

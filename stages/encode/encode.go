@@ -69,7 +69,7 @@ import (
 
 // Version is the kind's version; bump it when the same inputs would give
 // other outputs.
-const Version = "1"
+const Version = "2"
 
 // Output files.
 const (

@@ -157,10 +157,11 @@ locals {
     bench_max_new = { smoke = 64, small = 512, paper = 1024 }
     bench_trials  = { smoke = 4, small = 8, paper = 1000 }      # the search baseline's trials per task
     # The decisions format's rows (var.format = "decisions"), in place of the rows of the same
-    # name without _d: its examples are 84 tokens on average (140 at most) against 719 (1,180),
-    # its streams 31 tokens at most with <eos>. small: 1,000 steps of 32 are 4.6 epochs, 10.7
-    # minutes of training measured at load 2-5 (docs/pipeline.md ## Scales).
-    context_d       = { smoke = 160, small = 160, paper = 256 }
+    # name without _d: its examples are 97 tokens on average (162 at most) against 719 (1,180),
+    # its streams 41 tokens at most with <eos>, a held-out refinement prompt 129 at most: a
+    # context of 192 leaves every prompt its max_new. small: 1,000 steps of 32 are 4.6 epochs,
+    # 9.7 minutes of training (docs/pipeline.md ## Scales).
+    context_d       = { smoke = 192, small = 192, paper = 256 }
     steps_d         = { smoke = 20, small = 1000, paper = 60000 }
     batch_d         = { smoke = 8, small = 32, paper = 64 }
     lr_d            = { smoke = 3e-3, small = 2e-3, paper = 3e-4 }
@@ -168,7 +169,7 @@ locals {
     max_new_d       = { smoke = 48, small = 48, paper = 64 }
     rl_max_new_d    = { smoke = 48, small = 48, paper = 64 }
     bench_max_new_d = { smoke = 48, small = 48, paper = 64 }
-    # rl in decisions format: a sample is ~17 tokens, so rl affords 100 steps of 8 x 8 in the
+    # rl in decisions format: a sample is ~27 tokens, so rl affords 100 steps of 8 x 8 in the
     # minutes 12 steps of 4 x 4 took in script format. Its reward gates on the static verdict
     # (kernels/verdict), which agreed with the numerical gate on all 1,088 attempts judged by
     # both (issue 27): the numerical gate costs about a second a sample here. rl's held-out
@@ -274,6 +275,7 @@ stage "rl" {
   threads            = 2
   constrained        = true
   gpu_limits         = true # and within the GPU's thread limits (docs/pipeline.md)
+  grammar_only_share = 0.5  # ... except half the prompts, under the grammar alone: the policy learns the limits
   construction_share = 0.5
   grpo {
     steps       = local.s.rl_steps

@@ -2,31 +2,45 @@ package rl
 
 import (
 	"context"
+	"math"
 
 	"dragonx/dragon/grpo"
 	"dragonx/kernels/vocab"
 	"dragonx/stages/sft"
 )
 
+// grammarsOf returns the grammar of a training task's workload, keeping
+// within the GPU's thread limits when limits is true.
+type grammarsOf func(t Task, limits bool) *sft.LazyGrammar
+
 // grammars returns the grammars of the training tasks' workloads (built on
-// first use), keeping within the GPU's thread limits with gpu_limits:
-// the prompts' constraint and, in decisions format, the rewarder's
-// expansion of the samples share them. They are built inside a step,
-// which is never cut short: an interruption must not fail a row (the step
-// would differ from an uninterrupted run's).
-func grammars(ctx context.Context, sp Spec, voc *vocab.Vocab) func(Task) *sft.LazyGrammar {
+// first use): the prompts' constraints and, in decisions format, the
+// rewarder's expansion of the samples share them. They are built inside a
+// step, which is never cut short: an interruption must not fail a row (the
+// step would differ from an uninterrupted run's).
+func grammars(ctx context.Context, sp Spec, voc *vocab.Vocab) grammarsOf {
 	gs := sft.NewGrammars(context.WithoutCancel(ctx), voc, sp.Seed)
-	return func(t Task) *sft.LazyGrammar { return gs.Of(t.Spec, "task "+t.ID, sp.GPULimits) }
+	return func(t Task, limits bool) *sft.LazyGrammar { return gs.Of(t.Spec, "task "+t.ID, limits) }
+}
+
+// grammarOnly reports whether the k-th prompt (from 0) of a task kind is
+// sampled under the script grammar alone when a share of them is: the
+// picks are spread evenly through the prompts of each kind.
+func grammarOnly(share float64, k int) bool {
+	return math.Floor(float64(k+1)*share) > math.Floor(float64(k)*share)
 }
 
 // prompts builds the trainer's prompt list from the mixed tasks: each
 // prompt's MaxNew is max_new or what its prompt leaves of the context; a
 // prompt that leaves no room is dropped. With constrained, each prompt
 // gets its workload's grammar (grammarOf) as the constraint of the task's
-// format (sft.Format.Constraint).
-func prompts(sp Spec, tasks []Task, grammarOf func(Task) *sft.LazyGrammar, ctxLen int) ([]grpo.Prompt, int) {
+// format (sft.Format.Constraint): with gpu_limits, within the GPU's thread
+// limits, except for grammar_only_share of each kind's prompts
+// (grammarOnly), which sample under the script grammar alone.
+func prompts(sp Spec, tasks []Task, grammarOf grammarsOf, ctxLen int) ([]grpo.Prompt, int) {
 	var out []grpo.Prompt
 	dropped := map[string]bool{}
+	kept := map[string]int{} // prompts of each kind so far
 	for _, t := range MixTasks(tasks, sp.ConstructionShare, sp.Seed) {
 		room := ctxLen + 1 - len(t.Prompt)
 		if room < 2 {
@@ -35,8 +49,10 @@ func prompts(sp Spec, tasks []Task, grammarOf func(Task) *sft.LazyGrammar, ctxLe
 		}
 		p := grpo.Prompt{ID: t.ID, Tokens: t.Prompt, MaxNew: min(sp.GRPO.MaxNew, room)}
 		if sp.Constrained {
-			p.Constraint = t.Format.Constraint(grammarOf(t))
+			limits := sp.GPULimits && !grammarOnly(sp.GrammarOnlyShare, kept[t.Kind])
+			p.Constraint = t.Format.Constraint(grammarOf(t, limits))
 		}
+		kept[t.Kind]++
 		out = append(out, p)
 	}
 	return out, len(dropped)

@@ -178,7 +178,7 @@ func TestPromptsDecisions(t *testing.T) {
 		for i := range scripts {
 			script, stream := firstAllowed(t, scripts[i], voc.VocabSize()), firstAllowed(t, streams[i], voc.VocabSize())
 			task := dtasks[slices.IndexFunc(dtasks, func(t Task) bool { return t.ID == streams[i].ID })]
-			got, err := task.Format.Expand(grammarOf(task), stream)
+			got, err := task.Format.Expand(grammarOf(task, limits), stream)
 			if err != nil {
 				t.Fatalf("gpu_limits %v, prompt %s: %v", limits, streams[i].ID, err)
 			}

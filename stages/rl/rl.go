@@ -32,6 +32,7 @@ import (
 //	  heldout      = stage.encode.out.heldout        # evaluation only
 //	  vocab        = stage.encode.out.vocab
 //	  seed = 1  threads = 2  constrained = false  gpu_limits = false  construction_share = 0.5
+//	  grammar_only_share = 0   # with gpu_limits: the share of prompts sampled under the grammar alone
 //	  grpo   { steps = 200  prompts = 4  group = 8  mu = 1  epsilon = 0.2  beta = 0.04
 //	           temperature = 1  max_new = 768  lr = 2e-5 }
 //	  reward { gate = "numeric"  bonus = "log_speedup"  baseline = "prompt"  target = "h100-model" }
@@ -172,6 +173,11 @@ type Spec struct {
 	// GPULimits makes that grammar also keep the samples within the GPU's
 	// thread limits (grammar.WithThreadLimits); it needs Constrained.
 	GPULimits bool `json:"gpu_limits,omitempty"`
+	// GrammarOnlyShare is, with GPULimits, the share of each task kind's
+	// prompts sampled under the script grammar alone (prompts): the
+	// policy then learns the thread limits from its own mistakes there,
+	// and what the limits leave to it (shared memory) under them.
+	GrammarOnlyShare float64 `json:"grammar_only_share,omitempty"`
 	// ConstructionShare is the share of construction tasks among the
 	// prompts (MixTasks).
 	ConstructionShare float64      `json:"construction_share"`
@@ -218,6 +224,7 @@ var schema = &hcl.BodySchema{
 		{Name: "threads"},
 		{Name: "constrained"},
 		{Name: "gpu_limits"},
+		{Name: "grammar_only_share"},
 		{Name: "construction_share"},
 		{Name: "checkpoint_every"},
 	},
@@ -288,6 +295,15 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		}
 		return ""
 	})
+	decodeAttr("grammar_only_share", &sp.GrammarOnlyShare, func() string {
+		if !(sp.GrammarOnlyShare >= 0 && sp.GrammarOnlyShare <= 1) {
+			return fmt.Sprintf("grammar_only_share is %v; want the share of prompts sampled under the script grammar alone, in [0, 1].", sp.GrammarOnlyShare)
+		}
+		if sp.GrammarOnlyShare > 0 && !sp.GPULimits {
+			return "grammar_only_share needs gpu_limits = true: without the thread limits every prompt samples under the script grammar alone."
+		}
+		return ""
+	})
 	decodeAttr("construction_share", &sp.ConstructionShare, func() string {
 		if !(sp.ConstructionShare >= 0 && sp.ConstructionShare <= 1) {
 			return fmt.Sprintf("construction_share is %v; want the share of construction tasks among the prompts, in [0, 1] (the rest are refinement prompts).", sp.ConstructionShare)
@@ -341,6 +357,12 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 			v    any
 		}{"gpu_limits", true})
 	}
+	if sp.GrammarOnlyShare > 0 {
+		params = append(params, struct {
+			name string
+			v    any
+		}{"grammar_only_share", sp.GrammarOnlyShare})
+	}
 	for _, p := range params {
 		prm, err := stages.GoParam(p.name, p.v)
 		if err != nil {
@@ -359,7 +381,8 @@ var upstreamOf = map[string]string{
 }
 
 // Params returns seed, threads, constrained, construction_share, grpo,
-// reward and eval, and gpu_limits when it is true.
+// reward and eval, gpu_limits when it is true and grammar_only_share when
+// it is above 0.
 func (s *Stage) Params() []stages.Param { return s.params }
 
 // Inputs returns checkpoint, train, construction, refinement, heldout and

@@ -176,7 +176,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 		return err
 	}
 	defer os.RemoveAll(gateDir)
-	rw, err := NewRewarder(ctx, sp.Reward, tasks, RewarderOptions{Vocab: voc, Numeric: numeric.Options{CacheDir: gateDir, Seed: uint64(sp.Seed)}, Grammar: grammarOf})
+	rw, err := NewRewarder(ctx, sp.Reward, tasks, RewarderOptions{Vocab: voc, Numeric: numeric.Options{CacheDir: gateDir, Seed: uint64(sp.Seed)}, Grammar: func(t Task) *sft.LazyGrammar { return grammarOf(t, sp.GPULimits) }})
 	if err != nil {
 		return err
 	}

@@ -181,7 +181,7 @@ locals {
     rl_group   = { smoke = 3, small = 4, paper = 16 }         # samples per prompt
     rl_max_new = { smoke = 400, small = 512, paper = 1024 }   # a whole script: a cut one fails
     rl_lr      = { smoke = 1e-4, small = 1e-4, paper = 1e-5 }
-    # The decisions format's (paper.hcl's): samples of ~17 tokens; the numerical gate,
+    # The decisions format's (paper.hcl's): samples of ~27 tokens; the numerical gate,
     # about a second a sample, is the shapes' gate only in script format (static here).
     rl_steps_d   = { smoke = 3, small = 100, paper = 2000 }
     rl_prompts_d = { smoke = 2, small = 8, paper = 16 }
@@ -217,6 +217,7 @@ stage "rl" {
   threads            = 2
   constrained        = true
   gpu_limits         = true
+  grammar_only_share = 0.5 # as paper.hcl: half the prompts under the grammar alone
   construction_share = 0.5
   grpo {
     steps       = local.r.rl_steps

@@ -49,6 +49,8 @@ func TestDiagnostics(t *testing.T) {
 		{"eval constrained not a bool", "  eval {\n    constrained = 3\n  }", "Unsuitable value", 3},
 		{"gpu_limits without constrained", "  gpu_limits = true", "gpu_limits = true needs constrained = true", 2},
 		{"eval gpu_limits without constrained", "  eval {\n    gpu_limits = true\n  }", "eval.gpu_limits: true without constrained = true", 3},
+		{"grammar_only_share without gpu_limits", "  constrained = true\n  grammar_only_share = 0.5", "grammar_only_share needs gpu_limits = true", 3},
+		{"grammar_only_share above 1", "  constrained = true\n  gpu_limits = true\n  grammar_only_share = 1.5", "grammar_only_share is 1.5", 4},
 		{"input a number", "  kind = \"rl\"", "", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -144,6 +146,13 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 	}
 	if got := params(stageOf(t, "  constrained = true\n  gpu_limits = true")); got == constrained || !strings.Contains(got, "gpu_limits=true") {
 		t.Errorf("gpu_limits = true: params\n%s\nwant them to differ from\n%s\nwith gpu_limits=true", got, constrained)
+	}
+	limited := params(stageOf(t, "  constrained = true\n  gpu_limits = true"))
+	if got := params(stageOf(t, "  constrained = true\n  gpu_limits = true\n  grammar_only_share = 0")); got != limited {
+		t.Errorf("grammar_only_share = 0 changes the params:\n%s\n%s", got, limited)
+	}
+	if got := params(stageOf(t, "  constrained = true\n  gpu_limits = true\n  grammar_only_share = 0.5")); !strings.Contains(got, "grammar_only_share=0.5") {
+		t.Errorf("grammar_only_share = 0.5 is not in the params:\n%s", got)
 	}
 	if sp := stageOf(t, "  constrained = true\n  gpu_limits = true\n  eval {\n    constrained = true\n    gpu_limits = true\n  }").Spec(); !sp.GPULimits || !sp.Eval.GPULimits {
 		t.Errorf("gpu_limits = true did not reach the spec: %v, eval %v", sp.GPULimits, sp.Eval.GPULimits)

@@ -150,6 +150,66 @@ func TestPromptsGPULimits(t *testing.T) {
 	}
 }
 
+// TestPromptsGrammarOnlyShare: with gpu_limits and grammar_only_share,
+// the picked prompts of each kind (grammarOnly: evenly spread) sample
+// under the grammar alone, as without gpu_limits, and the others within
+// the limits; a row that always takes the first allowed token tells them
+// apart where the two grammars differ.
+func TestPromptsGrammarOnlyShare(t *testing.T) {
+	for _, c := range []struct {
+		share float64
+		want  []bool // of k = 0..5
+	}{
+		{0, []bool{false, false, false, false, false, false}},
+		{0.5, []bool{false, true, false, true, false, true}},
+		{1.0 / 3, []bool{false, false, true, false, false, true}},
+		{1, []bool{true, true, true, true, true, true}},
+	} {
+		for k, want := range c.want {
+			if got := grammarOnly(c.share, k); got != want {
+				t.Errorf("grammarOnly(%v, %d) = %v, want %v", c.share, k, got, want)
+			}
+		}
+	}
+
+	tasks, _ := readTestTasks(t)
+	voc, err := vocab.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rows := func(limits bool, share float64) [][]int {
+		sp := Spec{GRPO: defaultGRPO(), ConstructionShare: 0.5, Seed: 1, Constrained: true, GPULimits: limits, GrammarOnlyShare: share}
+		sp.GRPO.MaxNew = 2000
+		ps, _ := prompts(sp, tasks, grammars(ctx, sp, voc), 4000)
+		var out [][]int
+		for _, p := range ps {
+			out = append(out, firstAllowed(t, p, voc.VocabSize()))
+		}
+		return out
+	}
+	plain, limited, mixed := rows(false, 0), rows(true, 0), rows(true, 0.5)
+	differ := 0
+	kinds := map[string]int{}
+	sp := Spec{ConstructionShare: 0.5, Seed: 1}
+	for i, task := range MixTasks(tasks, sp.ConstructionShare, sp.Seed) {
+		want := limited[i]
+		if grammarOnly(0.5, kinds[task.Kind]) {
+			want = plain[i]
+		}
+		kinds[task.Kind]++
+		if !slices.Equal(mixed[i], want) {
+			t.Errorf("prompt %d (%s): the row is not the one of its grammar", i, task.ID)
+		}
+		if !slices.Equal(plain[i], limited[i]) {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Error("the rows with and without gpu_limits are the same: the test shows nothing")
+	}
+}
+
 // TestPromptsDecisions: in decisions format each prompt samples under its
 // workload's decision-stream constraint: a row that always takes the first
 // allowed token writes the stream of the script the script-format row

@@ -187,10 +187,11 @@ locals {
     rl_prompts_d = { smoke = 2, small = 8, paper = 16 }
     rl_group_d   = { smoke = 3, small = 8, paper = 16 }
     rl_max_new_d = { smoke = 48, small = 48, paper = 64 }
+    rl_lr_d      = { smoke = 1e-4, small = 2e-4, paper = 1e-5 }
   }
   r0 = { for k, v in local.rl_sizes : k => v[var.scale] }
   r = merge(local.r0, var.format == "decisions" ? {
-    for k in ["rl_steps", "rl_prompts", "rl_group", "rl_max_new"] : k => local.r0["${k}_d"]
+    for k in ["rl_steps", "rl_prompts", "rl_group", "rl_max_new", "rl_lr"] : k => local.r0["${k}_d"]
   } : {})
   gate = var.format == "decisions" && var.scale != "paper" ? "static" : "numeric"
 

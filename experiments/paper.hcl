@@ -183,7 +183,7 @@ locals {
     # 88.2% / 76.2% under grammar + gpu_limits and 56.4% / 44.4% under the grammar alone, against
     # 83.8% / 72.1% and 52.0% / 42.1% at 1e-4 (docs/pipeline.md ## rl).
     rl_lr_d         = { smoke = 1e-4, small = 2e-4, paper = 1e-5 }
-    net_trials    = { smoke = [4], small = [64, 256], paper = [64, 256, 1000] } # netbench: the search's budgets per subgraph
+    net_trials    = { smoke = [4], small = [64, 256, 1000], paper = [64, 256, 1000] } # netbench: the search's budgets per subgraph (small: 26 subgraphs to 256 trials in 47 s)
   }
   s0 = { for k, v in local.sizes : k => v[var.scale] }
   # s is the scale's sizes with the format's rows in place.

@@ -15,7 +15,8 @@ var ErrNotInGrammar = errors.New("not in the grammar")
 
 // Compact returns script's decision stream: the tokens of script at the
 // positions where the grammar without options allows more than one token,
-// or that write a decision's value (forced or not), then <eos> (exactly one: if <eos> itself was a choice, it is that one).
+// or that write a decision's value (forced or not), then <eos> (exactly
+// one: if <eos> itself was a choice, it is that one).
 // script is a complete script's tokens, <eos> included; a script the
 // grammar without options does not accept is an error wrapping
 // ErrNotInGrammar. Thread limits play no part: a grammar built

@@ -23,10 +23,10 @@ func grammars(ctx context.Context, sp Spec, voc *vocab.Vocab) grammarsOf {
 	return func(t Task, limits bool) *sft.LazyGrammar { return gs.Of(t.Spec, "task "+t.ID, limits) }
 }
 
-// grammarOnly reports whether the k-th prompt (from 0) of a task kind is
-// sampled under the script grammar alone when a share of them is: the
-// picks are spread evenly through the prompts of each kind.
-func grammarOnly(share float64, k int) bool {
+// spread reports whether item k (from 0) of a sequence is picked when a
+// share of its items is, the picks spread evenly: MixTasks picks the
+// construction tasks with it, prompts the grammar-only prompts of each kind.
+func spread(share float64, k int) bool {
 	return math.Floor(float64(k+1)*share) > math.Floor(float64(k)*share)
 }
 
@@ -35,8 +35,8 @@ func grammarOnly(share float64, k int) bool {
 // prompt that leaves no room is dropped. With constrained, each prompt
 // gets its workload's grammar (grammarOf) as the constraint of the task's
 // format (sft.Format.Constraint): with gpu_limits, within the GPU's thread
-// limits, except for grammar_only_share of each kind's prompts
-// (grammarOnly), which sample under the script grammar alone.
+// limits, except for grammar_only_share of each kind's prompts (picked by
+// spread), which sample under the script grammar alone.
 func prompts(sp Spec, tasks []Task, grammarOf grammarsOf, ctxLen int) ([]grpo.Prompt, int) {
 	var out []grpo.Prompt
 	dropped := map[string]bool{}
@@ -49,7 +49,7 @@ func prompts(sp Spec, tasks []Task, grammarOf grammarsOf, ctxLen int) ([]grpo.Pr
 		}
 		p := grpo.Prompt{ID: t.ID, Tokens: t.Prompt, MaxNew: min(sp.GRPO.MaxNew, room)}
 		if sp.Constrained {
-			limits := sp.GPULimits && !grammarOnly(sp.GrammarOnlyShare, kept[t.Kind])
+			limits := sp.GPULimits && !spread(sp.GrammarOnlyShare, kept[t.Kind])
 			p.Constraint = t.Format.Constraint(grammarOf(t, limits))
 		}
 		kept[t.Kind]++

@@ -151,7 +151,7 @@ func TestPromptsGPULimits(t *testing.T) {
 }
 
 // TestPromptsGrammarOnlyShare: with gpu_limits and grammar_only_share,
-// the picked prompts of each kind (grammarOnly: evenly spread) sample
+// the picked prompts of each kind (spread: evenly spread) sample
 // under the grammar alone, as without gpu_limits, and the others within
 // the limits; a row that always takes the first allowed token tells them
 // apart where the two grammars differ.
@@ -166,8 +166,8 @@ func TestPromptsGrammarOnlyShare(t *testing.T) {
 		{1, []bool{true, true, true, true, true, true}},
 	} {
 		for k, want := range c.want {
-			if got := grammarOnly(c.share, k); got != want {
-				t.Errorf("grammarOnly(%v, %d) = %v, want %v", c.share, k, got, want)
+			if got := spread(c.share, k); got != want {
+				t.Errorf("spread(%v, %d) = %v, want %v", c.share, k, got, want)
 			}
 		}
 	}
@@ -189,24 +189,31 @@ func TestPromptsGrammarOnlyShare(t *testing.T) {
 		return out
 	}
 	plain, limited, mixed := rows(false, 0), rows(true, 0), rows(true, 0.5)
-	differ := 0
+	differPicked, differOther := 0, 0
 	kinds := map[string]int{}
 	sp := Spec{ConstructionShare: 0.5, Seed: 1}
 	for i, task := range MixTasks(tasks, sp.ConstructionShare, sp.Seed) {
+		picked := spread(0.5, kinds[task.Kind])
+		kinds[task.Kind]++
 		want := limited[i]
-		if grammarOnly(0.5, kinds[task.Kind]) {
+		if picked {
 			want = plain[i]
 		}
-		kinds[task.Kind]++
 		if !slices.Equal(mixed[i], want) {
 			t.Errorf("prompt %d (%s): the row is not the one of its grammar", i, task.ID)
 		}
 		if !slices.Equal(plain[i], limited[i]) {
-			differ++
+			if picked {
+				differPicked++
+			} else {
+				differOther++
+			}
 		}
 	}
-	if differ == 0 {
-		t.Error("the rows with and without gpu_limits are the same: the test shows nothing")
+	// Both kinds of prompt must tell the grammars apart, or a share that
+	// picked none (or all) would pass.
+	if differPicked == 0 || differOther == 0 {
+		t.Errorf("the rows with and without gpu_limits differ on %d picked and %d other prompts: the test shows nothing unless both are above 0", differPicked, differOther)
 	}
 }
 

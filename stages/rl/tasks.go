@@ -159,7 +159,7 @@ func MixTasks(tasks []Task, share float64, seed int64) []Task {
 	out := make([]Task, 0, n)
 	var ci, ri int
 	for k := range n {
-		if math.Floor(float64(k+1)*share) > math.Floor(float64(k)*share) {
+		if spread(share, k) {
 			out = append(out, cons[ci%len(cons)])
 			ci++
 		} else {

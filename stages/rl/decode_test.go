@@ -51,6 +51,13 @@ func TestDiagnostics(t *testing.T) {
 		{"eval gpu_limits without constrained", "  eval {\n    gpu_limits = true\n  }", "eval.gpu_limits: true without constrained = true", 3},
 		{"grammar_only_share without gpu_limits", "  constrained = true\n  grammar_only_share = 0.5", "grammar_only_share needs gpu_limits = true", 3},
 		{"grammar_only_share above 1", "  constrained = true\n  gpu_limits = true\n  grammar_only_share = 1.5", "grammar_only_share is 1.5", 4},
+		{"rft without constrained", "  rft {\n    steps = 10\n  }", "an rft block needs the stage's constrained = true", 2},
+		{"rft samples zero", "  constrained = true\n  rft {\n    samples = 0\n  }", "rft.samples: is not positive", 4},
+		{"rft negative prompts", "  constrained = true\n  rft {\n    prompts = -1\n  }", "rft.prompts: is negative", 4},
+		{"rft min_lr above lr", "  constrained = true\n  rft {\n    lr = 1e-5\n    min_lr = 1e-4\n  }", "rft.min_lr", 5},
+		{"rft gpu_limits without the stage's", "  constrained = true\n  rft {\n    gpu_limits = true\n  }", "rft.gpu_limits: needs the stage's gpu_limits = true", 4},
+		{"rft unknown attribute", "  constrained = true\n  rft {\n    keep = \"fast\"\n  }", `An argument named "keep" is not expected here`, 4},
+		{"duplicate rft block", "  constrained = true\n  rft {}\n  rft {}", "Duplicate rft block", 4},
 		{"input a number", "  kind = \"rl\"", "", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -162,5 +169,39 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 		if got := params(stageOf(t, body)); got == base {
 			t.Errorf("%q does not change the params", body)
 		}
+	}
+}
+
+// TestDecodeRFT: an rft block reaches the spec with its defaults filled in,
+// enters the key (absent, the key is what it was), and a change to it
+// changes the key.
+func TestDecodeRFT(t *testing.T) {
+	plain := params(stageOf(t, "  constrained = true"))
+	if strings.Contains(plain, "rft") {
+		t.Fatalf("no rft block, yet rft is in the params:\n%s", plain)
+	}
+	s := stageOf(t, "  constrained = true\n  rft {\n    steps = 30\n  }")
+	r := s.Spec().RFT
+	if r == nil || r.Steps != 30 || r.Samples != 4 || r.Prompts != 512 || r.Temperature != 1 || r.GPULimits {
+		t.Fatalf("rft spec: %+v", r)
+	}
+	if err := s.Spec().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	with := params(s)
+	if !strings.Contains(with, `rft={"prompts":512,"samples":4,"temperature":1,"gpu_limits":false,"steps":30,`) {
+		t.Errorf("the rft param:\n%s", with)
+	}
+	if strings.Replace(with, with[strings.Index(with, "rft="):], "", 1) != plain {
+		t.Errorf("the rft block changes other params:\n%s\n%s", with, plain)
+	}
+	if got := params(stageOf(t, "  constrained = true\n  rft {\n    steps = 30\n    samples = 8\n  }")); got == with {
+		t.Error("rft.samples does not change the params")
+	}
+	// The job refuses a spec whose rft block needs what the stage lacks.
+	sp := s.Spec()
+	sp.Constrained = false
+	if err := sp.Validate(); err == nil || !strings.Contains(err.Error(), "constrained") {
+		t.Errorf("an unconstrained spec with rft validated: %v", err)
 	}
 }

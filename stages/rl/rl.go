@@ -180,10 +180,13 @@ type Spec struct {
 	GrammarOnlyShare float64 `json:"grammar_only_share,omitempty"`
 	// ConstructionShare is the share of construction tasks among the
 	// prompts (MixTasks).
-	ConstructionShare float64      `json:"construction_share"`
-	Seed              int64        `json:"seed"`
-	Threads           int          `json:"threads"`
-	Eval              sft.EvalSpec `json:"eval"`
+	ConstructionShare float64 `json:"construction_share"`
+	// RFT, when set, is a round of rejection-sampling fine-tuning before
+	// GRPO (RFTSpec).
+	RFT     *RFTSpec     `json:"rft,omitempty"`
+	Seed    int64        `json:"seed"`
+	Threads int          `json:"threads"`
+	Eval    sft.EvalSpec `json:"eval"`
 	// CheckpointEvery is how many steps pass between resume checkpoints
 	// (not a parameter of the outputs).
 	CheckpointEvery int `json:"checkpoint_every"`
@@ -228,7 +231,7 @@ var schema = &hcl.BodySchema{
 		{Name: "construction_share"},
 		{Name: "checkpoint_every"},
 	},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "grpo"}, {Type: "reward"}, {Type: "eval"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "rft"}, {Type: "grpo"}, {Type: "reward"}, {Type: "eval"}},
 }
 
 // Decode decodes an rl stage body.
@@ -325,6 +328,10 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		}
 		seen[b.Type] = b
 		switch b.Type {
+		case "rft":
+			r := defaultRFT()
+			diags = append(diags, sft.DecodeBlock(b, dc.Eval, &r, nil, func() error { return r.validate(sp.Constrained, sp.GPULimits) })...)
+			sp.RFT = &r
 		case "grpo":
 			diags = append(diags, sft.DecodeBlock(b, dc.Eval, &sp.GRPO, nil, func() error { return sp.GRPO.validate() })...)
 		case "reward":
@@ -363,6 +370,12 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 			v    any
 		}{"grammar_only_share", sp.GrammarOnlyShare})
 	}
+	if sp.RFT != nil {
+		params = append(params, struct {
+			name string
+			v    any
+		}{"rft", *sp.RFT})
+	}
 	for _, p := range params {
 		prm, err := stages.GoParam(p.name, p.v)
 		if err != nil {
@@ -381,8 +394,9 @@ var upstreamOf = map[string]string{
 }
 
 // Params returns seed, threads, constrained, construction_share, grpo,
-// reward and eval, gpu_limits when it is true and grammar_only_share when
-// it is above 0.
+// reward and eval, gpu_limits when it is true, grammar_only_share when it
+// is above 0 and rft when the block is there (so that the keys of stages
+// without them do not change).
 func (s *Stage) Params() []stages.Param { return s.params }
 
 // Inputs returns checkpoint, train, construction, refinement, heldout and
@@ -440,5 +454,8 @@ func (sp Spec) Validate() error {
 		errs = append(errs, fmt.Errorf("checkpoint_every %d is not positive", sp.CheckpointEvery))
 	}
 	errs = append(errs, sp.GRPO.validate(), sp.Reward.Validate(), sp.Eval.Validate())
+	if sp.RFT != nil {
+		errs = append(errs, sp.RFT.validate(sp.Constrained, sp.GPULimits))
+	}
 	return errors.Join(errs...)
 }

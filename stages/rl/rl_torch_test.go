@@ -156,34 +156,7 @@ func TestEngineRunAndResume(t *testing.T) {
 	// Resume: rl alone, interrupted (SIGINT to the child) once step 2 is
 	// reported: the child finishes the step it is in, saves its state and
 	// stops; the rerun resumes from that step.
-	var st stages.Stage
-	for _, inst := range cfg.Instances {
-		if s, ok := inst.Stage.(*rl.Stage); ok {
-			st = s
-		}
-	}
-	inputs := map[string]string{}
-	for _, in := range st.Inputs() {
-		inputs[in.Name] = in.Local
-	}
-	materialize := func(ctx context.Context, input, dst string) error {
-		var src string
-		switch input {
-		case "checkpoint":
-			src = filepath.Join(root, "out", "sft", "model.ckpt")
-		case "train", "heldout":
-			src = filepath.Join(root, "out", "encode", input+".jsonl")
-		case "vocab":
-			src = filepath.Join(root, "out", "encode", "vocab.txt")
-		default:
-			src = filepath.Join("testdata", inputs[input])
-		}
-		b, err := os.ReadFile(src)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	}
+	st, materialize := rlAlone(t, cfg, root)
 	state := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -207,6 +180,124 @@ func TestEngineRunAndResume(t *testing.T) {
 		t.Fatalf("the rerun did not resume:\n%s", log2.String())
 	} else if _, err := fmt.Sscanf(log2.String()[i:], "resuming from step %d ", &from); err != nil || from < 2 || from >= 4 {
 		t.Fatalf("the rerun resumed from step %d (%v); want 2 or 3:\n%s", from, err, log2.String())
+	}
+	got := deterministic(t, rc2.Dir)
+	for name := range want {
+		if !bytes.Equal(want[name], got[name]) {
+			t.Errorf("%s after an interruption and a resume differs from the uninterrupted run's", name)
+		}
+	}
+}
+
+// rlAlone returns cfg's rl stage and a Materialize that places its inputs
+// from the outputs of an engine run under root (the testdata files for the
+// rest), to run the stage by itself.
+func rlAlone(t *testing.T, cfg *stages.Config, root string) (stages.Stage, func(context.Context, string, string) error) {
+	t.Helper()
+	var st stages.Stage
+	for _, inst := range cfg.Instances {
+		if s, ok := inst.Stage.(*rl.Stage); ok {
+			st = s
+		}
+	}
+	inputs := map[string]string{}
+	for _, in := range st.Inputs() {
+		inputs[in.Name] = in.Local
+	}
+	return st, func(ctx context.Context, input, dst string) error {
+		var src string
+		switch input {
+		case "checkpoint":
+			src = filepath.Join(root, "out", "sft", "model.ckpt")
+		case "train", "heldout":
+			src = filepath.Join(root, "out", "encode", input+".jsonl")
+		case "vocab":
+			src = filepath.Join(root, "out", "encode", "vocab.txt")
+		default:
+			src = filepath.Join("testdata", inputs[input])
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	}
+}
+
+// TestRFTRound runs the pipeline with an rft round before GRPO: the round
+// samples every training prompt, keeps what passes the gate and fine-tunes
+// on it (metrics.json's rft), and GRPO starts from the result. Rerun alone
+// and interrupted during GRPO, the stage reuses the saved round (it does
+// not sample again) and ends with the uninterrupted run's bytes.
+func TestRFTRound(t *testing.T) {
+	abs, _ := filepath.Abs("testdata/rl.hcl")
+	src := strings.Replace(string(mustRead(t, abs)), "  grpo {\n    steps   = 4", "  rft {\n    prompts = 0\n    samples = 3\n    steps   = 3\n    batch   = 2\n    lr      = 1e-3\n  }\n  grpo {\n    steps   = 4", 1)
+	if !strings.Contains(src, "rft {") {
+		t.Fatal("testdata/rl.hcl's grpo block moved: the rft block was not inserted")
+	}
+	cfg, diags := stages.LoadSource(abs, []byte(src), stages.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	root := t.TempDir()
+	eng := &stages.Engine{Store: cache.NewMem(), Jobs: 1, OutDir: filepath.Join(root, "out"),
+		WorkRoot: filepath.Join(root, "work"), StateRoot: filepath.Join(root, "state")}
+	rep, err := eng.Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Status != stages.StatusRan {
+			t.Fatalf("%v: %v (%v)", r.Addr, r.Status, r.Err)
+		}
+	}
+	out := filepath.Join(root, "out", "rl")
+	var m rl.Metrics
+	if err := json.Unmarshal(mustRead(t, filepath.Join(out, "metrics.json")), &m); err != nil {
+		t.Fatal(err)
+	}
+	f := m.RFT
+	if f == nil {
+		t.Fatal("metrics.json has no rft figures")
+	}
+	if f.Prompts != m.Training.Prompts || f.Samples != 3*f.Prompts || f.Kept > f.Passed || f.Passed > f.Samples {
+		t.Errorf("rft figures %+v for %d prompts", *f, m.Training.Prompts)
+	}
+	if n := f.ByKind["construction"].Samples + f.ByKind["refinement"].Samples; n != f.Samples {
+		t.Errorf("rft by kind %+v: %d samples of %d", f.ByKind, n, f.Samples)
+	}
+	if f.Kept == 0 {
+		t.Fatalf("no sample passed the gate under the grammar: %+v", *f)
+	}
+	if f.Steps != 3 || !(f.FirstLoss > 0) || !(f.LastLoss > 0) {
+		t.Errorf("rft fine-tuning: %d steps, loss %v -> %v; want 3 steps with positive losses", f.Steps, f.FirstLoss, f.LastLoss)
+	}
+	if m.Training.Steps != 4 {
+		t.Errorf("GRPO ran %d steps after the round; want 4", m.Training.Steps)
+	}
+	want := deterministic(t, out)
+
+	st, materialize := rlAlone(t, cfg, root)
+	state := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log1 bytes.Buffer
+	rc := &stages.RunContext{Dir: t.TempDir(), Log: &log1, StateDir: state, Key: "test", Materialize: materialize,
+		Progress: progress.Func(func(e progress.Event) {
+			if e.Unit == "steps" && strings.HasPrefix(e.Note, "reward ") && e.Done >= 1 {
+				cancel()
+			}
+		})}
+	if err := st.Run(ctx, rc); err == nil || !strings.Contains(log1.String(), "interrupted after step ") {
+		t.Fatalf("the interrupted run: %v\nlog:\n%s", err, log1.String())
+	}
+	var log2 bytes.Buffer
+	rc2 := &stages.RunContext{Dir: t.TempDir(), Log: &log2, StateDir: state, Key: "test", Materialize: materialize}
+	if err := st.Run(context.Background(), rc2); err != nil {
+		t.Fatalf("the resumed run: %v\nlog:\n%s", err, log2.String())
+	}
+	if !strings.Contains(log2.String(), "rft: the round is done") || strings.Contains(log2.String(), "rft: ") && strings.Contains(log2.String(), "distinct kept") {
+		t.Errorf("the rerun did not reuse the saved round:\n%s", log2.String())
 	}
 	got := deterministic(t, rc2.Dir)
 	for name := range want {

@@ -45,8 +45,10 @@ var curveHeader = []string{"step", "reward_mean", "reward_std", "correct_rate", 
 // Metrics is metrics.json. Everything in it follows from the parameters
 // and inputs, except Speed.
 type Metrics struct {
-	Training TrainingFigures    `json:"training"`
-	Heldout  sft.HeldoutFigures `json:"heldout"`
+	Training TrainingFigures `json:"training"`
+	// RFT describes the rft round, when the stage has one.
+	RFT     *RFTFigures        `json:"rft,omitempty"`
+	Heldout sft.HeldoutFigures `json:"heldout"`
 	// Correct lists the latencies of the held-out samples that passed
 	// every phase, per task (for comparing with SFT's later).
 	Correct []CorrectAttempt `json:"correct"`
@@ -96,7 +98,9 @@ type RunSpeed struct {
 	ScoreSeconds  float64 `json:"step_score_seconds"`
 	UpdateSeconds float64 `json:"step_update_seconds"`
 	WallSeconds   float64 `json:"wall_seconds"`
-	EvalSeconds   float64 `json:"eval_sample_seconds"`
+	// RFTSeconds is the rft round's time (sampling, judging, fine-tuning).
+	RFTSeconds  float64 `json:"rft_seconds,omitempty"`
+	EvalSeconds float64 `json:"eval_sample_seconds"`
 }
 
 func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
@@ -185,25 +189,40 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	rj, _ := json.Marshal(sp.Reward)
 	logf("reward %s", rj)
 
+	// The model GRPO starts from and keeps near: the sft model, or what
+	// the rft round made of it.
+	base := sftModel
+	var rftFig *RFTFigures
+	var rftTime time.Duration
+	if sp.RFT != nil {
+		t0 := time.Now()
+		m, fig, err := runRFT(ctx, rt, sftModel, sp, tasks, grammarOf, rw, j.StateDir, env.Progress, logf)
+		if err != nil {
+			return fmt.Errorf("rft: %w", err)
+		}
+		defer m.Close()
+		base, rftFig, rftTime = m, fig, time.Since(t0)
+	}
+
 	cfg := sp.GRPO.Config(sp.Seed)
-	tr, rows, logs, err := resume(rt, j.StateDir, sftModel, ps, rw, cfg, logf)
+	tr, rows, logs, err := resume(rt, j.StateDir, base, ps, rw, cfg, logf)
 	if err != nil {
 		return err
 	}
 	if tr == nil {
-		policy, err := sftModel.Clone()
+		policy, err := base.Clone()
 		if err != nil {
 			return err
 		}
 		policy.SetTraining(false) // no dropout: the samples' distribution is the one scored
 		var ref *dragon.Model
 		if cfg.Beta > 0 {
-			// The KL reference is the SFT model, frozen.
-			if err := sftModel.Freeze(); err != nil {
+			// The KL reference is the starting model, frozen.
+			if err := base.Freeze(); err != nil {
 				policy.Close()
 				return err
 			}
-			ref = sftModel
+			ref = base
 		}
 		if tr, err = grpo.NewTrainer(policy, ref, cfg, ps, rw); err != nil {
 			policy.Close()
@@ -316,10 +335,10 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	if err != nil {
 		return err
 	}
-	m := &Metrics{Training: tf, Heldout: sft.Summarize(samples, phases), Correct: []CorrectAttempt{},
+	m := &Metrics{Training: tf, RFT: rftFig, Heldout: sft.Summarize(samples, phases), Correct: []CorrectAttempt{},
 		Speed: RunSpeed{Threads: info.Threads, CoreType: info.CoreType, Steps: tr.Steps() - firstStep,
 			StepSeconds: stepTime.Seconds(), WallSeconds: time.Since(start).Seconds(), EvalSeconds: sampleTime.Seconds(),
-			SampleSeconds: byPhase.SampleSeconds, RewardSeconds: byPhase.RewardSeconds, ScoreSeconds: byPhase.ScoreSeconds, UpdateSeconds: byPhase.UpdateSeconds}}
+			RFTSeconds: rftTime.Seconds(), SampleSeconds: byPhase.SampleSeconds, RewardSeconds: byPhase.RewardSeconds, ScoreSeconds: byPhase.ScoreSeconds, UpdateSeconds: byPhase.UpdateSeconds}}
 	m.Heldout.Constrained = sp.Eval.Constrained
 	m.Heldout.GPULimits = sp.Eval.GPULimits
 	for _, s := range samples {
@@ -349,8 +368,9 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 
 // resume restores the trainer from the state directory when it holds a
 // usable state (nil, without error, when it holds none or one that cannot
-// be used: said in the log). The reference is sftModel, frozen, when beta > 0.
-func resume(rt *dragon.Runtime, stateDir string, sftModel *dragon.Model, ps []grpo.Prompt, rw grpo.Rewarder, cfg grpo.Config, logf func(string, ...any)) (*grpo.Trainer, [][]string, []SampleLog, error) {
+// be used: said in the log). The reference is base (the starting model),
+// frozen, when beta > 0.
+func resume(rt *dragon.Runtime, stateDir string, base *dragon.Model, ps []grpo.Prompt, rw grpo.Rewarder, cfg grpo.Config, logf func(string, ...any)) (*grpo.Trainer, [][]string, []SampleLog, error) {
 	if stateDir == "" {
 		return nil, nil, nil, nil
 	}
@@ -368,12 +388,12 @@ func resume(rt *dragon.Runtime, stateDir string, sftModel *dragon.Model, ps []gr
 	defer f.Close()
 	var ref *dragon.Model
 	if cfg.Beta > 0 {
-		if !sftModel.Frozen() {
-			if err := sftModel.Freeze(); err != nil {
+		if !base.Frozen() {
+			if err := base.Freeze(); err != nil {
 				return nil, nil, nil, err
 			}
 		}
-		ref = sftModel
+		ref = base
 	}
 	tr, err := grpo.ResumeTrainer(rt, f, ref, ps, rw)
 	if err != nil {

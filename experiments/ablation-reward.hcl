@@ -220,6 +220,8 @@ stage "rl" {
   gpu_limits         = true
   grammar_only_share = 0.5 # as paper.hcl: half the prompts under the grammar alone
   construction_share = 0.5
+  # No rft round, unlike paper.hcl's rl: the round keeps what passes the reward's gate,
+  # which no_gate has none of, so it would differ between the shapes by more than GRPO's reward.
   grpo {
     steps       = local.r.rl_steps
     prompts     = local.r.rl_prompts

@@ -4,6 +4,7 @@
 #
 #   dragonx run experiments/paper.hcl                    # scale "small": make run, one 2-core machine
 #   dragonx run -var scale=smoke experiments/paper.hcl   # every stage tiny: make test
+#   dragonx run -var scale=medium experiments/paper.hcl  # small's data, 3x its training: ~2 h here
 #   dragonx plan -var scale=paper experiments/paper.hcl  # the paper's sizes: a cluster and a GPU
 #
 #   workloads ──> harvest ──> encode ──> sft ──> rl ──> bench ──> analysis
@@ -22,10 +23,10 @@
 variable "scale" {
   type        = string
   default     = "small"
-  description = "smoke (tests: minutes), small (one 2-core machine: under 45 minutes), paper (the paper's sizes: a cluster and a GPU)"
+  description = "smoke (tests: minutes), small (one 2-core machine: under 45 minutes), medium (small's data, 3x its training: about two hours), paper (the paper's sizes: a cluster and a GPU)"
   validation {
-    condition     = contains(["smoke", "small", "paper"], var.scale)
-    error_message = "scale must be smoke, small or paper."
+    condition     = contains(["smoke", "small", "medium", "paper"], var.scale)
+    error_message = "scale must be smoke, small, medium or paper."
   }
 }
 
@@ -125,70 +126,76 @@ variable "outside_tasks" {
 locals {
   # The sizes of each scale: one row per knob, one column per scale.
   #
-  #                      smoke    small     paper
+  #                   smoke             small            medium            paper
   sizes = {
-    workloads     = { smoke = 24, small = 800, paper = 54116 } # corpus size, both splits
-    test_fraction = { smoke = 0.3, small = 0.1, paper = 0.05 }  # share of non-benchmark workloads held out
-    benchmarks    = { smoke = false, small = true, paper = true } # the 52 benchmark shapes (held out)
-    trials        = { smoke = 12, small = 64, paper = 1000 }    # measured candidates per workload (64: one search round)
-    cost_model    = { smoke = "random", small = "random", paper = "gbt" }
-    pairs         = { smoke = 2, small = 4, paper = 1 }         # refinement pairs per workload
-    construction  = { smoke = 4, small = 8, paper = 1 }         # construction examples per workload: its fastest scripts
-    within        = { smoke = 2, small = 2, paper = 0 }         # ... at most this factor slower than its best (0: any)
-    shards        = { smoke = 2, small = 2, paper = 512 }       # harvest workers (not in any key)
-    layers        = { smoke = 1, small = 4, paper = 12 }
-    width         = { smoke = 64, small = 192, paper = 768 }
-    heads         = { smoke = 4, small = 6, paper = 12 }
-    context       = { smoke = 1280, small = 1280, paper = 2048 }
-    steps         = { smoke = 20, small = 150, paper = 60000 }
-    batch         = { smoke = 4, small = 8, paper = 64 }
-    lr            = { smoke = 3e-3, small = 2e-3, paper = 3e-4 }
-    warmup        = { smoke = 5, small = 15, paper = 2000 }
-    validation    = { smoke = 0.05, small = 0.02, paper = 0.05 } # share of workloads whose examples give the validation loss
-    eval_tasks    = { smoke = 4, small = 20, paper = 102 }      # greedy held-out samples per task kind
-    max_new       = { smoke = 64, small = 512, paper = 1024 }
-    rl_steps      = { smoke = 3, small = 12, paper = 2000 }      # GRPO steps
-    rl_prompts    = { smoke = 2, small = 4, paper = 16 }        # prompts per step
-    rl_group      = { smoke = 3, small = 4, paper = 16 }        # samples per prompt (G)
-    rl_max_new    = { smoke = 400, small = 512, paper = 1024 }
-    rl_lr         = { smoke = 1e-4, small = 1e-4, paper = 1e-5 }
-    bench_tasks   = { smoke = 2, small = 10, paper = 0 }        # held-out tasks per kind; 0 = all (102 / 170)
-    attempts      = { smoke = 2, small = 2, paper = 4 }         # sampled attempts per task, and one greedy
-    bench_max_new = { smoke = 64, small = 512, paper = 1024 }
-    bench_trials  = { smoke = 4, small = 8, paper = 1000 }      # the search baseline's trials per task
+    workloads       = { smoke = 24,        small = 800,       medium = 800,       paper = 54116     } # corpus size, both splits
+    test_fraction   = { smoke = 0.3,       small = 0.1,       medium = 0.1,       paper = 0.05      } # share of non-benchmark workloads held out
+    benchmarks      = { smoke = false,     small = true,      medium = true,      paper = true      } # the 52 benchmark shapes (held out)
+    trials          = { smoke = 12,        small = 64,        medium = 64,        paper = 1000      } # measured candidates per workload (64: one search round)
+    cost_model      = { smoke = "random",  small = "random",  medium = "random",  paper = "gbt"     }
+    pairs           = { smoke = 2,         small = 4,         medium = 4,         paper = 1         } # refinement pairs per workload
+    construction    = { smoke = 4,         small = 8,         medium = 8,         paper = 1         } # construction examples per workload: its fastest scripts
+    within          = { smoke = 2,         small = 2,         medium = 2,         paper = 0         } # ... at most this factor slower than its best (0: any)
+    shards          = { smoke = 2,         small = 2,         medium = 2,         paper = 512       } # harvest workers (not in any key)
+    layers          = { smoke = 1,         small = 4,         medium = 4,         paper = 12        }
+    width           = { smoke = 64,        small = 192,       medium = 192,       paper = 768       }
+    heads           = { smoke = 4,         small = 6,         medium = 6,         paper = 12        }
+    context         = { smoke = 1280,      small = 1280,      medium = 1280,      paper = 2048      }
+    steps           = { smoke = 20,        small = 150,       medium = 450,       paper = 60000     }
+    batch           = { smoke = 4,         small = 8,         medium = 8,         paper = 64        }
+    lr              = { smoke = 3e-3,      small = 2e-3,      medium = 2e-3,      paper = 3e-4      }
+    warmup          = { smoke = 5,         small = 15,        medium = 15,        paper = 2000      }
+    validation      = { smoke = 0.05,      small = 0.02,      medium = 0.02,      paper = 0.05      } # share of workloads whose examples give the validation loss
+    eval_tasks      = { smoke = 4,         small = 20,        medium = 20,        paper = 102       } # greedy held-out samples per task kind
+    max_new         = { smoke = 64,        small = 512,       medium = 512,       paper = 1024      }
+    rl_steps        = { smoke = 3,         small = 12,        medium = 36,        paper = 2000      } # GRPO steps
+    rl_prompts      = { smoke = 2,         small = 4,         medium = 4,         paper = 16        } # prompts per step
+    rl_group        = { smoke = 3,         small = 4,         medium = 4,         paper = 16        } # samples per prompt (G)
+    rft_prompts     = { smoke = 4,         small = 64,        medium = 128,       paper = 16384     } # rl's rft round: prompts sampled (4 samples each)
+    rft_steps       = { smoke = 2,         small = 20,        medium = 40,        paper = 1000      } # ... and its fine-tuning steps on what passed
+    rl_max_new      = { smoke = 400,       small = 512,       medium = 512,       paper = 1024      }
+    rl_lr           = { smoke = 1e-4,      small = 1e-4,      medium = 1e-4,      paper = 1e-5      }
+    bench_tasks     = { smoke = 2,         small = 10,        medium = 10,        paper = 0         } # held-out tasks per kind; 0 = all (102 / 170)
+    attempts        = { smoke = 2,         small = 2,         medium = 2,         paper = 4         } # sampled attempts per task, and one greedy
+    bench_max_new   = { smoke = 64,        small = 512,       medium = 512,       paper = 1024      }
+    bench_trials    = { smoke = 4,         small = 8,         medium = 8,         paper = 1000      } # the search baseline's trials per task
     # The decisions format's rows (var.format = "decisions"), in place of the rows of the same
     # name without _d: its examples are 97 tokens on average (162 at most) against 719 (1,180),
     # its streams 41 tokens at most with <eos>, a held-out refinement prompt 129 at most: a
     # context of 192 leaves every prompt its max_new. small: 1,000 steps of 32 are 4.6 epochs,
     # 9.7 minutes of training (docs/pipeline.md ## Scales).
-    context_d       = { smoke = 192, small = 192, paper = 256 }
-    steps_d         = { smoke = 20, small = 1000, paper = 60000 }
-    batch_d         = { smoke = 8, small = 32, paper = 64 }
-    lr_d            = { smoke = 3e-3, small = 2e-3, paper = 3e-4 }
-    warmup_d        = { smoke = 5, small = 30, paper = 2000 }
-    max_new_d       = { smoke = 48, small = 48, paper = 64 }
-    rl_max_new_d    = { smoke = 48, small = 48, paper = 64 }
-    bench_max_new_d = { smoke = 48, small = 48, paper = 64 }
+    context_d       = { smoke = 192,       small = 192,       medium = 192,       paper = 256       }
+    steps_d         = { smoke = 20,        small = 1000,      medium = 3000,      paper = 60000     }
+    batch_d         = { smoke = 8,         small = 32,        medium = 32,        paper = 64        }
+    lr_d            = { smoke = 3e-3,      small = 2e-3,      medium = 2e-3,      paper = 3e-4      }
+    warmup_d        = { smoke = 5,         small = 30,        medium = 30,        paper = 2000      }
+    max_new_d       = { smoke = 48,        small = 48,        medium = 48,        paper = 64        }
+    rl_max_new_d    = { smoke = 48,        small = 48,        medium = 48,        paper = 64        }
+    bench_max_new_d = { smoke = 48,        small = 48,        medium = 48,        paper = 64        }
     # rl in decisions format: a sample is ~27 tokens, so rl affords 100 steps of 8 x 8 in the
     # minutes 12 steps of 4 x 4 took in script format. Its reward gates on the static verdict
     # (kernels/verdict), which agreed with the numerical gate on all 1,088 attempts judged by
     # both (issue 27): the numerical gate costs about a second a sample here. rl's held-out
     # eval and the bench still judge with the numerical gate.
-    rl_steps_d      = { smoke = 3, small = 100, paper = 2000 }
-    rl_prompts_d    = { smoke = 2, small = 8, paper = 16 }
-    rl_group_d      = { smoke = 3, small = 8, paper = 16 }
-    rl_gate         = { smoke = "numeric", small = "numeric", paper = "numeric" }
-    rl_gate_d       = { smoke = "static", small = "static", paper = "numeric" }
+    rl_steps_d      = { smoke = 3,         small = 100,       medium = 300,       paper = 2000      }
+    rl_prompts_d    = { smoke = 2,         small = 8,         medium = 8,         paper = 16        }
+    rl_group_d      = { smoke = 3,         small = 8,         medium = 8,         paper = 16        }
+    # rl's rft round in decisions format: at small, 1,024 prompts x 4 samples under the grammar
+    # alone (29% passed), 60 steps of 32 on the 1,180 kept: 2.2 minutes (docs/pipeline.md ## rl).
+    rft_prompts_d   = { smoke = 4,         small = 1024,      medium = 2048,      paper = 16384     }
+    rft_steps_d     = { smoke = 2,         small = 60,        medium = 120,       paper = 1000      }
+    rl_gate         = { smoke = "numeric", small = "numeric", medium = "numeric", paper = "numeric" }
+    rl_gate_d       = { smoke = "static",  small = "static",  medium = "static",  paper = "numeric" }
     # 2e-4 at small: on all 272 held-out tasks (static verdict) rl trained at 2e-4 was correct on
     # 88.2% / 76.2% under grammar + gpu_limits and 56.4% / 44.4% under the grammar alone, against
     # 83.8% / 72.1% and 52.0% / 42.1% at 1e-4 (docs/pipeline.md ## rl).
-    rl_lr_d         = { smoke = 1e-4, small = 2e-4, paper = 1e-5 }
-    net_trials    = { smoke = [4], small = [64, 256, 1000], paper = [64, 256, 1000] } # netbench: the search's budgets per subgraph (small: 26 subgraphs to 256 trials in 47 s)
+    rl_lr_d         = { smoke = 1e-4,      small = 2e-4,      medium = 2e-4,      paper = 1e-5      }
+    net_trials      = { smoke = [4], small = [64, 256, 1000], medium = [64, 256, 1000], paper = [64, 256, 1000] } # netbench: the search's budgets per subgraph (small: 26 subgraphs to 256 trials in 47 s)
   }
   s0 = { for k, v in local.sizes : k => v[var.scale] }
   # s is the scale's sizes with the format's rows in place.
   s = merge(local.s0, var.format == "decisions" ? {
-    for k in ["context", "steps", "batch", "lr", "warmup", "max_new", "rl_max_new", "bench_max_new", "rl_steps", "rl_prompts", "rl_group", "rl_gate", "rl_lr"] : k => local.s0["${k}_d"]
+    for k in ["context", "steps", "batch", "lr", "warmup", "max_new", "rl_max_new", "bench_max_new", "rl_steps", "rl_prompts", "rl_group", "rl_gate", "rl_lr", "rft_prompts", "rft_steps"] : k => local.s0["${k}_d"]
   } : {})
 
   net_networks = ["resnet-18", "bert-tiny"] # the network bench's CNN and transformer
@@ -281,6 +288,17 @@ stage "rl" {
   gpu_limits         = true # and within the GPU's thread limits (docs/pipeline.md)
   grammar_only_share = 0.5  # ... except half the prompts, under the grammar alone: the policy learns the limits
   construction_share = 0.5
+  # Rejection-sampling fine-tuning first (docs/pipeline.md ## rl): the sft model samples
+  # training prompts under the grammar alone, and is fine-tuned on what passes the gate.
+  rft {
+    prompts = local.s.rft_prompts
+    samples = 4
+    steps   = local.s.rft_steps
+    batch   = local.s.batch
+    lr      = local.s.lr / 10
+    min_lr  = local.s.lr / 100
+    warmup  = 5
+  }
   grpo {
     steps       = local.s.rl_steps
     prompts     = local.s.rl_prompts

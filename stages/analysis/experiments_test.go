@@ -61,7 +61,7 @@ func inputSources(inst *stages.Instance) map[string]string {
 // analysis, which reads the bench's three files, rl's curves and metrics,
 // sft's loss and metrics and harvest's stats and datasets.
 func TestPaperEndsInAnalysis(t *testing.T) {
-	for _, scale := range []string{"smoke", "small", "paper"} {
+	for _, scale := range []string{"smoke", "small", "medium", "paper"} {
 		cfg := loadExperiment(t, "paper.hcl", scale, nil)
 		n := len(cfg.Instances)
 		if n < 2 || cfg.Instances[n-2].Addr.Name != "bench" || cfg.Instances[n-1].Addr.Name != "analysis" {

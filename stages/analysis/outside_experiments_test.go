@@ -19,7 +19,7 @@ func TestPaperOutsideTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, scale := range []string{"smoke", "small", "paper"} {
+	for _, scale := range []string{"smoke", "small", "medium", "paper"} {
 		cfg, diags := stages.LoadSource(path, src, stages.LoadOptions{Vars: []string{"scale=" + scale, "outside_tasks=true"}})
 		if diags.HasErrors() {
 			t.Fatalf("scale %s: %v", scale, diags)

@@ -88,3 +88,21 @@ func TestAblationSharesPaperStages(t *testing.T) {
 		}
 	}
 }
+
+// TestMediumSharesSmallData: paper.hcl's medium scale is small's data
+// trained longer: its workloads, harvest and encode stages have small's
+// cache keys (a medium run after a small one harvests nothing), and its
+// sft and rl stages do not.
+func TestMediumSharesSmallData(t *testing.T) {
+	small, medium := loadFile(t, "paper.hcl", "small"), loadFile(t, "paper.hcl", "medium")
+	for _, name := range []string{"workloads", "harvest", "encode", "sft", "rl"} {
+		s, m := small.Instance(stages.Addr{Name: name}), medium.Instance(stages.Addr{Name: name})
+		if s == nil || m == nil {
+			t.Fatalf("stage %s is missing (small %v, medium %v)", name, s != nil, m != nil)
+		}
+		same := describe(s) == describe(m)
+		if want := name != "sft" && name != "rl"; same != want {
+			t.Errorf("stage %s: the same key at small and medium is %v; want %v:\nsmall:\n%s\nmedium:\n%s", name, same, want, describe(s), describe(m))
+		}
+	}
+}

@@ -247,6 +247,9 @@ func (a *analyser) mainSection() error {
 		}
 		ct.Notes = sortedSet(defs)
 		sec.Tables = append(sec.Tables, a.addTable("faster", ct))
+		if pt := pairedTable(a.in.benches); len(pt.Rows) > 0 {
+			sec.Tables = append(sec.Tables, a.addTable("paired", pt))
+		}
 		sec.Tables = append(sec.Tables, a.addTable("side_by_side", a.sideBySide()))
 	}
 	sec.Tables = append(sec.Tables, a.addTable("paper", a.paperTable()))

@@ -39,7 +39,7 @@ import (
 // parameters would give different outputs: a table's rows or columns, a
 // figure's code (here or in package plots), the results' text or layout
 // (package reports).
-const Version = "6" // 4: decoding mode and lift per row; correctness on the decision-free families apart; 5: the peak fraction table (issue 31); 6: the paired table (rl against sft where both are correct)
+const Version = "7" // 4: decoding mode and lift per row; correctness on the decision-free families apart; 5: the peak fraction table (issue 31); 6: the paired table (rl against sft where both are correct); 7: its interval from 5 pairs on
 
 // Kind is the analysis stage kind.
 type Kind struct{}

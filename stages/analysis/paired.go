@@ -25,9 +25,14 @@ type pairedResult struct {
 	SignP float64
 	// Ratio is the geometric mean of B's latency over A's (above 1: A is
 	// faster), Low and High its 95% interval from Student's t on the log
-	// ratios (NaN with fewer than two tasks).
+	// ratios (NaN with fewer than minIntervalPairs tasks).
 	Ratio, Low, High float64
 }
+
+// minIntervalPairs is the fewest pairs an interval is given for: with
+// fewer, Student's t quantile (12.7 at one degree of freedom, 4.3 at two)
+// makes the interval span orders of magnitude and say nothing.
+const minIntervalPairs = 5
 
 // pairTasks returns the paired comparison of policy a against policy b
 // under decoding mode on task kind.
@@ -67,7 +72,7 @@ func pairTasks(rows []TaskRow, a, b, mode, task string) pairedResult {
 	if len(logs) > 0 {
 		m := stat.Mean(logs, nil)
 		res.Ratio = math.Exp(m)
-		if n := len(logs); n >= 2 {
+		if n := len(logs); n >= minIntervalPairs {
 			half := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(0.975) * stat.StdDev(logs, nil) / math.Sqrt(float64(n))
 			res.Low, res.High = math.Exp(m-half), math.Exp(m+half)
 		}
@@ -123,7 +128,7 @@ func pairedTable(benches []*benchData) reports.Table {
 	}
 	t.Notes = []string{
 		"A task counts when both policies have at least one correct attempt on it; each gives one pair, the median latency of each policy's correct attempts. rl faster / sft faster / ties compare the two medians.",
-		"sign test p: the two-sided exact sign test of rl faster against sft faster (ties left out): the chance of a split at least this uneven if neither policy were faster. sft / rl latency: the geometric mean over the tasks of sft's median latency over rl's (above 1: rl's kernels are faster), with a 95% interval from Student's t on the log ratios (two tasks at least).",
+		"sign test p: the two-sided exact sign test of rl faster against sft faster (ties left out): the chance of a split at least this uneven if neither policy were faster. sft / rl latency: the geometric mean over the tasks of sft's median latency over rl's (above 1: rl's kernels are faster), with a 95% interval from Student's t on the log ratios (given from 5 tasks on).",
 		"Latencies labelled (simulated) come from the analytic GPU model, not from a GPU.",
 	}
 	return t

@@ -55,10 +55,17 @@ func TestPairTasks(t *testing.T) {
 	if math.Abs(r.SignP-0.5) > 1e-12 {
 		t.Errorf("sign test p %v; want 0.5 (2 of 2)", r.SignP)
 	}
-	// Log ratios ln 2, ln 4, 0: mean ln 2 (ratio 2), sd ln 2, t(0.975, 2) = 4.302653.
-	half := 4.302653 * math.Ln2 / math.Sqrt(3)
-	if math.Abs(r.Ratio-2) > 1e-12 || math.Abs(r.Low-2*math.Exp(-half)) > 1e-5 || math.Abs(r.High-2*math.Exp(half)) > 1e-4 {
-		t.Errorf("ratio %v [%v, %v]; want 2 [%v, %v]", r.Ratio, r.Low, r.High, 2*math.Exp(-half), 2*math.Exp(half))
+	// Three pairs: a ratio (log ratios ln 2, ln 4, 0: mean ln 2), no interval.
+	if r.Ratio-2 > 1e-12 || 2-r.Ratio > 1e-12 || !math.IsNaN(r.Low) || !math.IsNaN(r.High) {
+		t.Errorf("three pairs: ratio %v [%v, %v]; want 2 and no interval", r.Ratio, r.Low, r.High)
+	}
+	// Five pairs, log ratios ln 2, ln 4, 0, ln 2, ln 2: mean ln 2, sd ln 2 / sqrt 2,
+	// t(0.975, 4) = 2.776445.
+	five := append(rows[:6:6], row("rl", g, 5, 1, 3), row("sft", g, 5, 1, 6), row("rl", g, 6, 1, 1), row("sft", g, 6, 1, 2))
+	r5 := pairTasks(five, "rl", "sft", g, "construction")
+	half := 2.776445 * math.Ln2 / math.Sqrt2 / math.Sqrt(5)
+	if r5.Both != 5 || math.Abs(r5.Ratio-2) > 1e-12 || math.Abs(r5.Low-2*math.Exp(-half)) > 1e-5 || math.Abs(r5.High-2*math.Exp(half)) > 1e-5 {
+		t.Errorf("five pairs: %+v; want ratio 2 [%v, %v]", r5, 2*math.Exp(-half), 2*math.Exp(half))
 	}
 	// One pair: a ratio without an interval; none: nothing.
 	one := pairTasks(rows[:2], "rl", "sft", g, "construction")

@@ -72,19 +72,7 @@ func deterministic(t *testing.T, dir string) map[string][]byte {
 // to the uninterrupted run's.
 func TestEngineRunAndResume(t *testing.T) {
 	cfg := loadExample(t)
-	root := t.TempDir()
-	store := cache.NewMem()
-	eng := &stages.Engine{Store: store, Jobs: 1, OutDir: filepath.Join(root, "out"),
-		WorkRoot: filepath.Join(root, "work"), StateRoot: filepath.Join(root, "state")}
-	rep, err := eng.Run(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rep.Results {
-		if r.Status != stages.StatusRan {
-			t.Fatalf("%v: %v (%v)", r.Addr, r.Status, r.Err)
-		}
-	}
+	root := runPipeline(t, cfg)
 	out := filepath.Join(root, "out", "rl")
 
 	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(out, "curves.csv")))).ReadAll()
@@ -157,31 +145,14 @@ func TestEngineRunAndResume(t *testing.T) {
 	// reported: the child finishes the step it is in, saves its state and
 	// stops; the rerun resumes from that step.
 	st, materialize := rlAlone(t, cfg, root)
-	state := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var log1 bytes.Buffer
-	rc := &stages.RunContext{Dir: t.TempDir(), Log: &log1, StateDir: state, Key: "test", Materialize: materialize,
-		Progress: progress.Func(func(e progress.Event) {
-			if e.Unit == "steps" && e.Done >= 2 {
-				cancel()
-			}
-		})}
-	if err := st.Run(ctx, rc); err == nil || !strings.Contains(log1.String(), "interrupted after step ") {
-		t.Fatalf("the interrupted run: %v\nlog:\n%s", err, log1.String())
-	}
-	var log2 bytes.Buffer
-	rc2 := &stages.RunContext{Dir: t.TempDir(), Log: &log2, StateDir: state, Key: "test", Materialize: materialize}
-	if err := st.Run(context.Background(), rc2); err != nil {
-		t.Fatalf("the resumed run: %v\nlog:\n%s", err, log2.String())
-	}
+	log2, dir2 := interruptAndResume(t, st, materialize, func(e progress.Event) bool { return e.Unit == "steps" && e.Done >= 2 })
 	var from int
-	if i := strings.Index(log2.String(), "resuming from step "); i < 0 {
-		t.Fatalf("the rerun did not resume:\n%s", log2.String())
-	} else if _, err := fmt.Sscanf(log2.String()[i:], "resuming from step %d ", &from); err != nil || from < 2 || from >= 4 {
-		t.Fatalf("the rerun resumed from step %d (%v); want 2 or 3:\n%s", from, err, log2.String())
+	if i := strings.Index(log2, "resuming from step "); i < 0 {
+		t.Fatalf("the rerun did not resume:\n%s", log2)
+	} else if _, err := fmt.Sscanf(log2[i:], "resuming from step %d ", &from); err != nil || from < 2 || from >= 4 {
+		t.Fatalf("the rerun resumed from step %d (%v); want 2 or 3:\n%s", from, err, log2)
 	}
-	got := deterministic(t, rc2.Dir)
+	got := deterministic(t, dir2)
 	for name := range want {
 		if !bytes.Equal(want[name], got[name]) {
 			t.Errorf("%s after an interruption and a resume differs from the uninterrupted run's", name)
@@ -239,18 +210,7 @@ func TestRFTRound(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	root := t.TempDir()
-	eng := &stages.Engine{Store: cache.NewMem(), Jobs: 1, OutDir: filepath.Join(root, "out"),
-		WorkRoot: filepath.Join(root, "work"), StateRoot: filepath.Join(root, "state")}
-	rep, err := eng.Run(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rep.Results {
-		if r.Status != stages.StatusRan {
-			t.Fatalf("%v: %v (%v)", r.Addr, r.Status, r.Err)
-		}
-	}
+	root := runPipeline(t, cfg)
 	out := filepath.Join(root, "out", "rl")
 	var m rl.Metrics
 	if err := json.Unmarshal(mustRead(t, filepath.Join(out, "metrics.json")), &m); err != nil {
@@ -278,13 +238,55 @@ func TestRFTRound(t *testing.T) {
 	want := deterministic(t, out)
 
 	st, materialize := rlAlone(t, cfg, root)
+	// Interrupted in GRPO's first step (its progress notes start with
+	// "reward"; the round's with "rft").
+	log2, dir2 := interruptAndResume(t, st, materialize, func(e progress.Event) bool {
+		return e.Unit == "steps" && strings.HasPrefix(e.Note, "reward ")
+	})
+	if !strings.Contains(log2, "rft: the round is done") || strings.Contains(log2, "distinct kept") {
+		t.Errorf("the rerun did not reuse the saved round:\n%s", log2)
+	}
+	got := deterministic(t, dir2)
+	for name := range want {
+		if !bytes.Equal(want[name], got[name]) {
+			t.Errorf("%s after an interruption and a resume differs from the uninterrupted run's", name)
+		}
+	}
+}
+
+// runPipeline runs cfg through an engine with a fresh in-memory cache
+// under a temporary root, which it returns; every stage must run.
+func runPipeline(t *testing.T, cfg *stages.Config) string {
+	t.Helper()
+	root := t.TempDir()
+	eng := &stages.Engine{Store: cache.NewMem(), Jobs: 1, OutDir: filepath.Join(root, "out"),
+		WorkRoot: filepath.Join(root, "work"), StateRoot: filepath.Join(root, "state")}
+	rep, err := eng.Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Status != stages.StatusRan {
+			t.Fatalf("%v: %v (%v)", r.Addr, r.Status, r.Err)
+		}
+	}
+	return root
+}
+
+// interruptAndResume runs st alone with a resume state directory,
+// interrupting it (SIGINT to the child) at the first progress event stop
+// accepts: the child finishes the step it is in, saves its state and
+// stops. It then reruns st with the same state directory and returns that
+// run's log and output directory.
+func interruptAndResume(t *testing.T, st stages.Stage, materialize func(context.Context, string, string) error, stop func(progress.Event) bool) (string, string) {
+	t.Helper()
 	state := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var log1 bytes.Buffer
 	rc := &stages.RunContext{Dir: t.TempDir(), Log: &log1, StateDir: state, Key: "test", Materialize: materialize,
 		Progress: progress.Func(func(e progress.Event) {
-			if e.Unit == "steps" && strings.HasPrefix(e.Note, "reward ") && e.Done >= 1 {
+			if stop(e) {
 				cancel()
 			}
 		})}
@@ -296,13 +298,5 @@ func TestRFTRound(t *testing.T) {
 	if err := st.Run(context.Background(), rc2); err != nil {
 		t.Fatalf("the resumed run: %v\nlog:\n%s", err, log2.String())
 	}
-	if !strings.Contains(log2.String(), "rft: the round is done") || strings.Contains(log2.String(), "rft: ") && strings.Contains(log2.String(), "distinct kept") {
-		t.Errorf("the rerun did not reuse the saved round:\n%s", log2.String())
-	}
-	got := deterministic(t, rc2.Dir)
-	for name := range want {
-		if !bytes.Equal(want[name], got[name]) {
-			t.Errorf("%s after an interruption and a resume differs from the uninterrupted run's", name)
-		}
-	}
+	return log2.String(), rc2.Dir
 }

@@ -194,7 +194,7 @@ func (h *HTTP) do(ctx context.Context, method string, a Area, name string, size 
 			// The server gets the last byte only after the body ended
 			// cleanly at exactly size bytes: a body that fails, even at
 			// its very end, is never completed on the server.
-			up = &uploadReader{r: &holdback{r: &exactReader{r: b, size: size}}, c: b, wd: wd}
+			up = &uploadReader{ctx: rctx, r: &holdback{r: &exactReader{r: b, size: size}}, c: b, wd: wd}
 			rd = up
 		}
 		req, err := http.NewRequestWithContext(rctx, method, target, rd)
@@ -347,15 +347,24 @@ func (w *watchdog) fired() bool { return w.fire.Load() }
 // uploadReader is a request body that kicks the watchdog as the transport
 // reads it and remembers whether reading it failed.
 type uploadReader struct {
-	r  io.Reader
-	c  io.Closer
-	wd *watchdog
+	// ctx is the request's: once it is done (cancelled, or the watchdog
+	// fired) no more bytes go out, so that the server never gets the whole
+	// body of a request the caller gave up on. The transport notices a
+	// cancellation only between writes; on a busy machine it could send
+	// the rest of the body first, and the server would store it.
+	ctx context.Context
+	r   io.Reader
+	c   io.Closer
+	wd  *watchdog
 
 	mu  sync.Mutex
 	err error
 }
 
 func (u *uploadReader) Read(p []byte) (int, error) {
+	if err := u.ctx.Err(); err != nil {
+		return 0, err // not a failure of the body: Put reports the context's error
+	}
 	n, err := u.r.Read(p)
 	if n > 0 {
 		u.wd.kick()

@@ -77,7 +77,7 @@ type RFTFigures struct {
 	Prompts int `json:"prompts"`
 	Samples int `json:"samples"`
 	// Passed counts the samples that passed the gate; Kept the distinct
-	// ones (per task) trained on. The rates are per sample.
+	// ones (per task) trained on.
 	Passed int `json:"passed"`
 	Kept   int `json:"kept"`
 	// ByKind splits Samples and Passed by task kind (construction,

@@ -172,7 +172,7 @@ func resumeRFT(rt *dragon.Runtime, base *dragon.Model, stateDir string, logf fun
 	if stateDir == "" {
 		return nil, nil, false
 	}
-	b, err := os.ReadFile(filepath.Join(stateDir, stateRFTFigures))
+	b, err := sft.ReadStateFile(filepath.Join(stateDir, stateRFTFigures))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, false
 	}

@@ -349,32 +349,24 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 
 	// Params, in a fixed order. checkpoint_every is not one: it cannot
 	// change the outputs. The inputs enter the key through their digests.
-	// gpu_limits is one only when true, so that the keys of stages without
-	// it do not change.
-	params := []struct {
+	// gpu_limits, grammar_only_share and rft are params only when set, so
+	// that the keys of stages without them do not change.
+	type param struct {
 		name string
 		v    any
-	}{
+	}
+	params := []param{
 		{"seed", sp.Seed}, {"threads", sp.Threads}, {"constrained", sp.Constrained}, {"construction_share", sp.ConstructionShare},
 		{"grpo", sp.GRPO}, {"reward", sp.Reward}, {"eval", sp.Eval},
 	}
 	if sp.GPULimits {
-		params = append(params, struct {
-			name string
-			v    any
-		}{"gpu_limits", true})
+		params = append(params, param{"gpu_limits", true})
 	}
 	if sp.GrammarOnlyShare > 0 {
-		params = append(params, struct {
-			name string
-			v    any
-		}{"grammar_only_share", sp.GrammarOnlyShare})
+		params = append(params, param{"grammar_only_share", sp.GrammarOnlyShare})
 	}
 	if sp.RFT != nil {
-		params = append(params, struct {
-			name string
-			v    any
-		}{"rft", *sp.RFT})
+		params = append(params, param{"rft", *sp.RFT})
 	}
 	for _, p := range params {
 		prm, err := stages.GoParam(p.name, p.v)

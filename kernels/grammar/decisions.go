@@ -15,7 +15,8 @@ var ErrNotInGrammar = errors.New("not in the grammar")
 
 // Compact returns script's decision stream: the tokens of script at the
 // positions where the grammar without options allows more than one token,
-// or that write a decision's value (forced or not), then <eos> (exactly
+// or that write a decision's value (forced or not; a perfect tile's last
+// factor is no decision: the others determine it), then <eos> (exactly
 // one: if <eos> itself was a choice, it is that one).
 // script is a complete script's tokens, <eos> included; a script the
 // grammar without options does not accept is an error wrapping
@@ -205,18 +206,20 @@ func (g *Grammar) names(toks []int) string {
 }
 
 // valueNext reports whether the next token writes a decision's value: a
-// factor of a perfect tile (not its brackets) or a lone number (not the
-// literal after it). Such a position is in the decision stream even when
-// the grammar forces it, so that a stream has one token per value (per
-// digit group of a long number) and each value's place in it does not
-// hang on the values before it.
+// factor of a perfect tile but its last (not its brackets) or a lone
+// number (not the literal after it). Such a position is in the decision
+// stream even when the grammar forces it, so that a stream has one token
+// per value (per digit group of a long number) and each value's place in
+// it does not hang on the values before it. A tile's last factor is left
+// out: it is always the extent divided by the others, so it is no
+// decision, and it leaves every stream of a sketch at the same place.
 func (st *State) valueNext() bool {
 	if st.dec == nil || st.done || st.err != nil {
 		return false
 	}
 	d := st.dec
 	if d.list {
-		return d.opened && d.k < d.n
+		return d.opened && d.k < d.n-1
 	}
 	return len(d.typed) == 0 || d.extendable(st)
 }

@@ -98,12 +98,16 @@ func choices(t testing.TB, g *Grammar, script []int) []int {
 
 // valueTokens marks the tokens of script that write a sampled decision's
 // value, read from the text: in a "(Sample... = VALUE)" group, the tokens
-// after the "=" up to the ")", brackets and spaces aside.
+// after the "=" up to the ")", brackets and spaces aside, but those of a
+// list's last number (a perfect tile's last factor, which the others
+// determine).
 func valueTokens(t testing.TB, g *Grammar, script []int) []bool {
 	t.Helper()
 	out := make([]bool, len(script))
 	var line strings.Builder
 	inValue := false
+	var group []int // the marked tokens of the value being read
+	list := false   // the value is a list
 	for i, tok := range script {
 		s, ok := g.v.Token(tok)
 		if !ok {
@@ -117,17 +121,37 @@ func valueTokens(t testing.TB, g *Grammar, script []int) []bool {
 		text := line.String()
 		if inValue && strings.TrimSpace(s) == ")" {
 			inValue = false
+			if list {
+				unmarkLastNumber(g, script, group, out)
+			}
+		}
+		if inValue && len(group) == 0 && strings.Contains(s, "[") {
+			list = true
 		}
 		if inValue && strings.Trim(s, " []") != "" {
 			out[i] = true
+			group = append(group, i)
 		}
 		line.WriteString(s)
 		if !inValue && strings.TrimSpace(s) == "=" {
 			open := strings.LastIndex(text, "(")
 			inValue = open >= 0 && strings.HasPrefix(strings.TrimSpace(text[open+1:]), "Sample") && !strings.Contains(text[open:], ")")
+			group, list = group[:0], false
 		}
 	}
 	return out
+}
+
+// unmarkLastNumber unmarks the tokens of the last number of a list value
+// (group: the value's marked tokens, in order): its last token and, while
+// a token continues the one before it ("##"), the ones before.
+func unmarkLastNumber(g *Grammar, script, group []int, out []bool) {
+	for k := len(group) - 1; k >= 0; k-- {
+		out[group[k]] = false
+		if s, _ := g.v.Token(script[group[k]]); !strings.HasPrefix(s, "##") {
+			return
+		}
+	}
 }
 
 // TestExpandErrors: a token not allowed, a stream that ends early (at its

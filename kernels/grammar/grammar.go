@@ -56,27 +56,30 @@
 // allows exactly one token there. A script's decision stream keeps the
 // others, the tokens at the positions where the grammar without options
 // allows more than one, and every token that writes a decision's value
-// (a perfect tile's factors, a categorical index, a compute location),
-// forced or not; then one <eos> (if <eos> itself was a choice, it is that
-// one). Keeping the forced values costs a few tokens and gives each
-// decision a place in the stream that does not hang on the values before
-// it: a tile's thread-level factor is always its tile's third number,
-// whatever the first two were. Given the workload the stream is lossless:
-// Expand re-inserts the forced tokens, Compact is its inverse. Thread
-// limits (WithThreadLimits) narrow what is allowed at a kept position,
-// never which positions are kept, so a grammar built with them gives the
-// same streams (and Expand accepts a stream outside the limits: that is
-// the verdict's business). Each token of a number of several tokens is a
-// position of its own. In GMM/0's script of testdata/decisions.golden, the
-// line
+// (a perfect tile's factors but its last, a categorical index, a compute
+// location), forced or not; then one <eos> (if <eos> itself was a choice,
+// it is that one). Keeping the forced values costs a few tokens and gives
+// each decision a place in the stream that does not hang on the values
+// before it: a tile's thread-level factor is always its tile's third
+// number, whatever the first two were. A tile's last factor is the extent
+// divided by the others, always: it is no decision and is left out (it
+// also has a fixed place, the tile's end), so a policy writing a stream
+// never has to do that division. Given the workload the stream is
+// lossless: Expand re-inserts the forced tokens, Compact is its inverse.
+// Thread limits (WithThreadLimits) narrow what is allowed at a kept
+// position, never which positions are kept, so a grammar built with them
+// gives the same streams (and Expand accepts a stream outside the limits:
+// that is the verdict's business). Each token of a number of several
+// tokens is a position of its own. In GMM/0's script of
+// testdata/decisions.golden, the line
 //
 //	Split l1 (SamplePerfectTile l1 | 5 64 = [8 16 1 1 1]) | 1 0
 //
 // holds five values, of which 8 and 16 are choices (the extent 128 is
-// used up: the 1s are forced), and the whole script of 310 tokens is the
-// stream
+// used up: the 1s are forced) and four are in the stream, and the whole
+// script of 310 tokens is the stream
 //
-//	1 1 1 1 1 8 16 1 1 1 2 64 1 1 1 8 1 16 0 2 4 <eos>
+//	1 1 1 1 8 16 1 1 2 64 1 1 8 1 0 2 4 <eos>
 //
 // StartDecisions returns a DecisionState that follows a stream for
 // constrained decoding: Next(prefix) feeds the stream's new tokens, with

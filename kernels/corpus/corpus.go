@@ -62,6 +62,13 @@ type Options struct {
 	// NoBenchmarks leaves out the 52 benchmark shapes; by default they come
 	// first, all in the test split.
 	NoBenchmarks bool
+	// FamilyFloor, if above 0, adds this many distinct workloads of each
+	// family of workload.Families that no row of the layer tables has,
+	// each a table layer (not of a held-out network) converted into it
+	// and perhaps perturbed once more, split as the other layers are.
+	// They come right after the held-out rows, before the other layers,
+	// and count towards Count.
+	FamilyFloor int
 	// Workers builds workloads on this many goroutines (0: GOMAXPROCS).
 	// The result does not depend on it.
 	Workers int
@@ -86,22 +93,27 @@ type candidate struct {
 	rec      Record
 	doc      specDoc // a perturbed spec, parsed into rec.Spec by the build
 	base     bool    // a table row or benchmark: failing to build is an error
+	floor    string  // the family it was made for by the family floor, if it was
 	hash     uint64  // filled by the build
 	buildErr error
 }
 
 // Generate produces opts.Count distinct workloads: first the 52 benchmark
 // shapes (unless NoBenchmarks), then every layer of the held-out network,
-// then the layers of the other networks in a seeded random order, then
-// seeded perturbations of random layers until Count is reached. A workload
-// whose structural hash (ir.Hash of spec.Build()) was already produced is
-// dropped, so no hash appears twice, hence never in both splits.
+// then the family floor's workloads (FamilyFloor), then the layers of the
+// other networks in a seeded random order, then seeded perturbations of
+// random layers until Count is reached. A workload whose structural hash
+// (ir.Hash of spec.Build()) was already produced is dropped, so no hash
+// appears twice, hence never in both splits.
 func Generate(ctx context.Context, opts Options) ([]Record, error) {
 	if opts.Count < 1 {
 		return nil, fmt.Errorf("corpus: count %d: want at least 1 workload", opts.Count)
 	}
 	if !(opts.TestFraction >= 0 && opts.TestFraction < 1) {
 		return nil, fmt.Errorf("corpus: test fraction %v: want a number in [0, 1)", opts.TestFraction)
+	}
+	if opts.FamilyFloor < 0 {
+		return nil, fmt.Errorf("corpus: family floor %d: want 0 (none) or more workloads per family", opts.FamilyFloor)
 	}
 	if opts.Workers < 0 {
 		return nil, fmt.Errorf("corpus: workers %d: want 0 (GOMAXPROCS) or more", opts.Workers)
@@ -149,6 +161,10 @@ func Generate(ctx context.Context, opts Options) ([]Record, error) {
 			}
 		}
 	}
+	fl, err := newFloor(opts, held, others)
+	if err != nil {
+		return nil, err
+	}
 	rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
 	// Perturbations pick a network uniformly, then one of its layers, so
 	// that a network with many layers (DenseNet) does not dominate.
@@ -167,10 +183,11 @@ func Generate(ctx context.Context, opts Options) ([]Record, error) {
 		}
 		parents[i] = append(parents[i], parent{rec: c.rec, doc: d})
 	}
+	headEnd := len(bases) + len(held)
 	bases = append(append(bases, held...), others...)
 
 	g := generator{
-		opts: opts, rng: rng, bases: bases, parents: parents, workers: workers,
+		opts: opts, rng: rng, bases: bases, headEnd: headEnd, floor: fl, parents: parents, workers: workers,
 		seenHash: map[uint64]bool{}, seenDoc: map[string]bool{},
 		maxAttempts: 20*opts.Count + 10000,
 	}
@@ -187,6 +204,8 @@ type generator struct {
 	opts        Options
 	rng         *rand.Rand
 	bases       []candidate // in order; consumed first
+	headEnd     int         // bases[:headEnd] are the benchmarks and the held-out rows, which the floor follows
+	floor       *floor      // nil without a family floor
 	parents     [][]parent  // the layers perturbations start from, by network
 	next        int         // index of the next base
 	workers     int
@@ -216,10 +235,11 @@ func (g *generator) run(ctx context.Context) ([]Record, error) {
 				}
 				continue // an invalid perturbed spec is dropped
 			}
-			if g.seenHash[c.hash] || len(g.out) == g.opts.Count {
+			if g.seenHash[c.hash] || len(g.out) == g.opts.Count || !g.floor.wants(c.floor) {
 				continue
 			}
 			g.seenHash[c.hash] = true
+			g.floor.kept(c.floor)
 			c.rec.Hash = fmt.Sprintf("%016x", c.hash)
 			c.rec.Split = g.split(c.rec.Network, c.hash)
 			g.out = append(g.out, c.rec)
@@ -233,10 +253,19 @@ func (g *generator) run(ctx context.Context) ([]Record, error) {
 
 // batch collects up to n candidates: the next bases, then perturbations
 // (JSON objects that build parses; equal specs have equal hashes, so run
-// drops repeats by hash alone).
+// drops repeats by hash alone). Until the family floor is reached, a batch
+// that gets to the end of the benchmarks and held-out rows ends with the
+// floor's candidates, so that no later layer comes before them.
 func (g *generator) batch(n int) ([]candidate, error) {
 	var out []candidate
 	for len(out) < n {
+		if g.next == g.headEnd && !g.floor.done() {
+			fc, err := g.floor.candidates()
+			if err != nil {
+				return nil, err
+			}
+			return append(out, fc...), nil
+		}
 		var c candidate
 		if g.next < len(g.bases) {
 			c = g.bases[g.next]
@@ -261,19 +290,29 @@ func (g *generator) batch(n int) ([]candidate, error) {
 			if err != nil {
 				continue // no perturbation applied
 			}
-			key, err := json.Marshal(map[string]any(doc)) // keys sorted: equal specs, equal keys
+			key, err := docKey(doc)
 			if err != nil {
-				return nil, fmt.Errorf("corpus: encoding a perturbed spec: %w", err)
+				return nil, err
 			}
-			if g.seenDoc[string(key)] {
+			if g.seenDoc[key] {
 				continue // tried already
 			}
-			g.seenDoc[string(key)] = true
+			g.seenDoc[key] = true
 			c = candidate{doc: doc, rec: Record{Network: p.rec.Network, Layer: p.rec.Layer, Variant: p.rec.Variant, Perturbation: what}}
 		}
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// docKey is a perturbed spec as JSON, its keys sorted: equal specs, equal
+// keys.
+func docKey(d specDoc) (string, error) {
+	key, err := json.Marshal(map[string]any(d))
+	if err != nil {
+		return "", fmt.Errorf("corpus: encoding a perturbed spec: %w", err)
+	}
+	return string(key), nil
 }
 
 // build builds and hashes the candidates on g.workers goroutines.

@@ -14,8 +14,10 @@
 //
 // Generate is deterministic for Options.Seed whatever the number of
 // workers: the 52 benchmark shapes first (in the test split, unless
-// NoBenchmarks), then every layer of the held-out network (test), then the
-// other layers in a seeded order, then perturbations of random layers (a
+// NoBenchmarks), then every layer of the held-out network (test), then,
+// with Options.FamilyFloor, that many table layers converted into each
+// family that no layer table has (C1D, DIL, CAP, NRM; so that the train
+// split has them too), then the other layers in a seeded order, then perturbations of random layers (a
 // size scaled, another batch size, kernel size or stride, a neighbouring
 // family, float16) until Count distinct workloads are reached. A workload
 // whose hash was already produced is dropped, so the splits share no hash.

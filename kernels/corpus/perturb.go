@@ -172,15 +172,73 @@ func perturbOnce(rng *rand.Rand, d specDoc) string {
 	}
 }
 
+// changeFamily turns d into a neighbouring family drawn at random (see
+// sourcesOf), or returns "" when the one drawn does not apply. CAP is no
+// draw: adding it would change the perturbations, hence the corpus, that
+// the existing seeds give (the family floor makes CAP instead).
 func changeFamily(rng *rand.Rand, d specDoc) string {
 	fam := d.family()
+	var to string
 	switch {
 	case slices.Contains(convLike, fam):
 		targets := append(slices.Clone(convLike), "C1D")
-		to := targets[rng.IntN(len(targets))]
+		to = targets[rng.IntN(len(targets))]
 		if to == fam {
 			return ""
 		}
+	case fam == "DENSE":
+		to = "MATMUL"
+	case fam == "MATMUL":
+		to = "GMM"
+	case fam == "SFM":
+		to = "NRM"
+		if rng.IntN(2) == 0 {
+			to = "LNORM"
+		}
+	case fam == "LNORM":
+		to = "SFM"
+	default:
+		return ""
+	}
+	return convert(rng, d, to)
+}
+
+// sourcesOf lists the families that convert turns into family to (none
+// for a family it cannot make).
+func sourcesOf(to string) []string {
+	switch to {
+	case "C1D", "C2D", "CBR", "DIL", "GRP":
+		return slices.DeleteFunc(slices.Clone(convLike), func(f string) bool { return f == to })
+	case "CAP": // the capsule convolution takes C2D's fields; CBR's epilogue is dropped
+		return []string{"C2D", "CBR"}
+	case "MATMUL":
+		return []string{"DENSE"}
+	case "GMM":
+		return []string{"MATMUL"}
+	case "LNORM", "NRM":
+		return []string{"SFM"}
+	case "SFM":
+		return []string{"LNORM"}
+	}
+	return nil
+}
+
+// capsuleSize is the cap of the CAP workloads convert makes: te_workload's
+// (and the benchmark shapes') 4.
+const capsuleSize = 4
+
+// convert turns d into family to in place and describes the change, or
+// returns "" when it does not apply (d's family is not in sourcesOf(to),
+// or no group count divides the channels). The random draws are those changeFamily
+// always made, so that the seeded perturbations stay as they were.
+func convert(rng *rand.Rand, d specDoc, to string) string {
+	fam := d.family()
+	if !slices.Contains(sourcesOf(to), fam) {
+		return ""
+	}
+	desc := "family " + fam + "->" + to
+	switch {
+	case slices.Contains(convLike, fam):
 		delete(d, "dil")
 		delete(d, "g")
 		k, _ := d.int("k")
@@ -193,45 +251,55 @@ func changeFamily(rng *rand.Rand, d specDoc) string {
 			d["dil"] = int64(2)
 			d["p"] = k - 1
 		case "GRP":
-			ci, _ := d.int("CI")
-			co, _ := d.int("CO")
-			var ok []int64
-			for _, g := range groupCounts {
-				if ci%g == 0 && co%g == 0 {
-					ok = append(ok, g)
-				}
-			}
-			if len(ok) == 0 {
+			g, ok := groupCount(rng, d)
+			if !ok {
 				return ""
 			}
 			d["dil"] = int64(1)
-			d["g"] = ok[rng.IntN(len(ok))]
+			d["g"] = g
+		case "CAP":
+			// Each cap x cap matrix stands for cap channels, so the
+			// buffers and the work stay within cap times the layer's
+			// (keeping the channels would multiply the work by cap^3).
+			for _, c := range []string{"CI", "CO"} {
+				v, _ := d.int(c)
+				d[c] = (v + capsuleSize - 1) / capsuleSize
+			}
+			d["cap"] = int64(capsuleSize)
+			desc += fmt.Sprintf(",cap=%d,CI,CO x1/%d", capsuleSize, capsuleSize)
 		}
-		d["family"] = to
-		return "family " + fam + "->" + to
 	case fam == "DENSE":
 		m, _ := d.int("M")
 		n, _ := d.int("N")
-		d["family"], d["N"], d["M"] = "MATMUL", m, n
-		return "family DENSE->MATMUL"
+		d["N"], d["M"] = m, n
 	case fam == "MATMUL":
 		for _, k := range []string{"bias", "act"} {
 			delete(d, k)
 		}
 		b := batchSizes[1+rng.IntN(len(batchSizes)-1)]
-		d["family"], d["B"] = "GMM", b
-		return fmt.Sprintf("family MATMUL->GMM,B=%d", b)
-	case fam == "SFM":
-		if rng.IntN(2) == 0 {
-			d["family"] = "LNORM"
-			return "family SFM->LNORM"
-		}
-		d["family"], d["B"] = "NRM", int64(1)
-		return "family SFM->NRM"
+		d["B"] = b
+		desc += fmt.Sprintf(",B=%d", b)
+	case fam == "SFM" && to == "NRM":
+		d["B"] = int64(1)
 	case fam == "LNORM":
 		delete(d, "eps")
-		d["family"] = "SFM"
-		return "family LNORM->SFM"
 	}
-	return ""
+	d["family"] = to
+	return desc
+}
+
+// groupCount draws a group count that divides d's channels.
+func groupCount(rng *rand.Rand, d specDoc) (int64, bool) {
+	ci, _ := d.int("CI")
+	co, _ := d.int("CO")
+	var ok []int64
+	for _, g := range groupCounts {
+		if ci%g == 0 && co%g == 0 {
+			ok = append(ok, g)
+		}
+	}
+	if len(ok) == 0 {
+		return 0, false
+	}
+	return ok[rng.IntN(len(ok))], true
 }

@@ -9,7 +9,12 @@
 //	  hold_out_network = ""     # default none; a network of the layer tables
 //	  hold_out_networks = []    # default none; more networks held out (not with hold_out_network)
 //	  benchmarks       = true   # default true: the 52 benchmark shapes, all in test
+//	  family_floor     = 0      # default 0: per family no layer table has, this many converted layers
 //	}
+//
+// family_floor gives the families that no layer table has (C1D, DIL, CAP,
+// NRM: otherwise only benchmark shapes, in test) that many workloads made
+// from table layers, split as the other layers are (docs/corpus.md).
 //
 // Outputs: workloads (workloads.jsonl: corpus records of both splits, in
 // generation order), train (train.jsonl) and test (test.jsonl): the records
@@ -67,8 +72,13 @@ var schema = &hcl.BodySchema{
 		{Name: "hold_out_network"},
 		{Name: "hold_out_networks"},
 		{Name: "benchmarks"},
+		{Name: "family_floor"},
 	},
 }
+
+// maxFamilyFloor bounds family_floor: the count's bound, which no floor
+// usefully exceeds (the floor's workloads count towards it).
+const maxFamilyFloor = 10_000_000
 
 // Stage is a decoded workloads stage.
 type Stage struct {
@@ -142,6 +152,17 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	if _, v, ok := value("benchmarks", cty.Bool); ok {
 		benchmarks = v.True()
 	}
+	if a, v, ok := value("family_floor", cty.Number); ok {
+		n, isInt := stages.WholeNumber(v)
+		switch {
+		case !isInt:
+			diags = append(diags, attrError(a, "Invalid family_floor", fmt.Sprintf("family_floor must be a whole number of workloads per family, not %s.", v.AsBigFloat().Text('g', -1))))
+		case n < 0 || n > maxFamilyFloor:
+			diags = append(diags, attrError(a, "Invalid family_floor", fmt.Sprintf("family_floor %d is out of range: want 0 (none) to %d workloads per family.", n, maxFamilyFloor)))
+		default:
+			s.opts.FamilyFloor = int(n)
+		}
+	}
 	s.opts.NoBenchmarks = !benchmarks
 	if nb := len(workload.Benchmarks()); benchmarks && s.opts.Count > 0 && s.opts.Count < nb {
 		a := content.Attributes["count"]
@@ -156,9 +177,10 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	}{
 		{"count", s.opts.Count}, {"seed", s.opts.Seed}, {"test_fraction", s.opts.TestFraction},
 		{"hold_out_network", s.opts.HoldOutNetwork}, {"benchmarks", benchmarks},
-		{"hold_out_networks", s.opts.HoldOutNetworks},
+		{"hold_out_networks", s.opts.HoldOutNetworks}, {"family_floor", s.opts.FamilyFloor},
 	} {
-		if p.name == "hold_out_networks" && len(s.opts.HoldOutNetworks) == 0 {
+		if p.name == "hold_out_networks" && len(s.opts.HoldOutNetworks) == 0 ||
+			p.name == "family_floor" && s.opts.FamilyFloor == 0 {
 			continue // none: the keys of the stages without it stay as they were
 		}
 		prm, err := stages.GoParam(p.name, p.v)
@@ -192,7 +214,8 @@ func attrError(a *hcl.Attribute, summary, detail string) *hcl.Diagnostic {
 }
 
 // Params returns count, seed, test_fraction, hold_out_network and
-// benchmarks, defaults filled in, and hold_out_networks when it lists any.
+// benchmarks, defaults filled in, hold_out_networks when it lists any and
+// family_floor when it is above 0.
 func (s *Stage) Params() []stages.Param { return s.params }
 
 // Inputs returns nothing: the layer tables are part of the binary (and of

@@ -199,6 +199,10 @@ func TestDiagnostics(t *testing.T) {
 		{"count = 100\n  hold_out_networks = \"bert-tiny\"", "hold_out_networks must be a list of string", 4},
 		{"count = 100\n  workers = 4", `An argument named "workers" is not expected here`, 4},
 		{"seed = 1", `The argument "count" is required`, 1},
+		{"count = 100\n  family_floor = -1", "family_floor -1 is out of range", 4},
+		{"count = 100\n  family_floor = 2.5", "family_floor must be a whole number", 4},
+		{"count = 100\n  family_floor = 20000000", "family_floor 20000000 is out of range", 4},
+		{"count = 100\n  family_floor = \"eight\"", "family_floor must be a number", 4},
 	} {
 		src := "stage \"w\" {\n  kind = \"workloads\"\n  " + tc.body + "\n}\n"
 		_, diags := stages.LoadSource("exp.hcl", []byte(src), stages.LoadOptions{})
@@ -249,6 +253,7 @@ func TestParamsDefaults(t *testing.T) {
   test_fraction = 0.1
   hold_out_network = ""
   benchmarks = true
+  family_floor = 0
 }`)
 	if short != long {
 		t.Fatalf("defaults written out change the parameters:\n%s\n%s", short, long)
@@ -264,5 +269,71 @@ func TestParamsDefaults(t *testing.T) {
 	two := params("stage \"w\" {\n  kind = \"workloads\"\n  count = 100\n  hold_out_networks = [\"resnet-18\", \"bert-tiny\"]\n}")
 	if w := want + "hold_out_networks=[\"resnet-18\",\"bert-tiny\"]\n"; two != w {
 		t.Fatalf("params:\n%s\nwant\n%s", two, w)
+	}
+	// So is family_floor: none at 0, one, last, above.
+	floor := params("stage \"w\" {\n  kind = \"workloads\"\n  count = 100\n  family_floor = 8\n  hold_out_networks = [\"resnet-18\"]\n}")
+	if w := want + "hold_out_networks=[\"resnet-18\"]\nfamily_floor=8\n"; floor != w {
+		t.Fatalf("params:\n%s\nwant\n%s", floor, w)
+	}
+}
+
+// TestFamilyFloorKey: family_floor enters the stage's key only above 0, so
+// the keys of the stages without it stay as they were.
+func TestFamilyFloorKey(t *testing.T) {
+	key := func(extra string) string {
+		t.Helper()
+		src := "stage \"w\" {\n  kind = \"workloads\"\n  count = 800\n" + extra + "}\n"
+		cfg, diags := stages.LoadSource("exp.hcl", []byte(src), stages.LoadOptions{})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		eng := &stages.Engine{Store: cache.NewMem(), Jobs: 1, WorkRoot: t.TempDir(), StateRoot: t.TempDir()}
+		rep, err := eng.Plan(context.Background(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Results) != 1 || rep.Results[0].Key.IsZero() {
+			t.Fatalf("plan: %+v", rep.Results)
+		}
+		return rep.Results[0].Key.String()
+	}
+	base := key("")
+	for _, tc := range []struct {
+		extra string
+		same  bool
+	}{
+		{"  family_floor = 0\n", true},
+		{"  family_floor = 8\n", false},
+		{"  family_floor = 16\n", false},
+	} {
+		if got := key(tc.extra); (got == base) != tc.same {
+			t.Errorf("%q: key %s, without it %s: want the same %v", tc.extra, got, base, tc.same)
+		}
+	}
+	if key("  family_floor = 8\n") == key("  family_floor = 16\n") {
+		t.Error("family_floor 8 and 16 share a key")
+	}
+}
+
+// TestFamilyFloorRun: the stage passes family_floor to the generator.
+func TestFamilyFloorRun(t *testing.T) {
+	out := runExperiment(t, "f.hcl", []byte("stage \"w\" {\n  kind = \"workloads\"\n  count = 100\n  family_floor = 2\n}\n"))
+	want, err := corpus.Generate(context.Background(), corpus.Options{Count: 100, Seed: 1, TestFraction: 0.1, FamilyFloor: 2, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := corpus.Write(&buf, want); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), out["workloads"]) {
+		t.Fatal("workloads.jsonl differs from corpus.Generate's records with FamilyFloor 2")
+	}
+	var st workloads.Stats
+	if err := json.Unmarshal(out["stats"], &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Families["CAP"]["train"]+st.Families["CAP"]["test"] != 4+2 {
+		t.Errorf("CAP workloads: %v, want the 4 benchmark shapes and 2 of the floor", st.Families["CAP"])
 	}
 }

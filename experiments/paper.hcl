@@ -130,6 +130,7 @@ locals {
   sizes = {
     workloads       = { smoke = 24,        small = 800,       medium = 800,       paper = 54116     } # corpus size, both splits
     test_fraction   = { smoke = 0.3,       small = 0.1,       medium = 0.1,       paper = 0.05      } # share of non-benchmark workloads held out
+    family_floor    = { smoke = 0,         small = 16,        medium = 16,        paper = 16        } # workloads made for each family no layer table has (C1D, DIL, CAP, NRM: docs/corpus.md)
     benchmarks      = { smoke = false,     small = true,      medium = true,      paper = true      } # the 52 benchmark shapes (held out)
     trials          = { smoke = 12,        small = 64,        medium = 64,        paper = 1000      } # measured candidates per workload (64: one search round)
     cost_model      = { smoke = "random",  small = "random",  medium = "random",  paper = "gbt"     }
@@ -206,6 +207,7 @@ stage "workloads" {
   count             = local.s.workloads
   seed              = 1
   test_fraction     = local.s.test_fraction
+  family_floor      = local.s.family_floor # 0 is no parameter
   benchmarks        = local.s.benchmarks
   hold_out_networks = var.network_bench ? local.net_networks : [] # [] is no parameter
 }

@@ -67,6 +67,7 @@ locals {
   sizes = {
     workloads     = { smoke = 24, small = 800, paper = 54116 } # corpus size, both splits
     test_fraction = { smoke = 0.3, small = 0.1, paper = 0.05 }  # share of non-benchmark workloads held out
+    family_floor  = { smoke = 0, small = 16, paper = 16 }       # workloads made for each family no layer table has (docs/corpus.md)
     benchmarks    = { smoke = false, small = true, paper = true } # the 52 benchmark shapes (held out)
     trials        = { smoke = 12, small = 64, paper = 1000 }    # measured candidates per workload (64: one search round)
     cost_model    = { smoke = "random", small = "random", paper = "gbt" }
@@ -105,6 +106,7 @@ stage "workloads" {
   seed          = 1
   test_fraction = local.s.test_fraction
   benchmarks    = local.s.benchmarks
+  family_floor  = local.s.family_floor
 }
 
 stage "harvest" {

@@ -54,6 +54,19 @@ type Config struct {
 	// FullVocab, the group's advantages then contrast what the policy
 	// writes alone with what it writes under the constraint.
 	FreeSamples int `json:"free_samples,omitempty"`
+	// MaskMass weighs a term that keeps the policy within what the
+	// constraint allowed, a penalty the mask cannot absorb: for each
+	// token of a constrained completion, -log Σ_{allowed} π(t), the
+	// log of the probability the full distribution puts on the tokens
+	// the constraint allowed there (0 where it allowed everything),
+	// averaged as the GRPO loss is (a token mean per completion, the
+	// completions' weights). The renormalised log-probs that GRPO
+	// updates have no gradient at a forced position and none towards
+	// the hidden tokens, so without it the unmasked policy drifts where
+	// the mask acts; with it every update also raises the forced tokens
+	// and the allowed set's mass. 0: none. Not with FullVocab, whose
+	// log-probs are not renormalised.
+	MaskMass float64 `json:"mask_mass,omitempty"`
 	// Batch is the number of completions per scoring pass (and per backward
 	// pass: memory is bounded by one pass's graph); 0 scores a step's
 	// completions at once.
@@ -94,6 +107,8 @@ func (c Config) Validate() error {
 	check(c.MaxNew >= 0, "max_new", "%d is negative", c.MaxNew)
 	check(c.Batch >= 0, "batch", "%d is negative", c.Batch)
 	check(c.FreeSamples >= 0 && c.FreeSamples < max(c.Group, 1), "free_samples", "%d is not in [0, group %d)", c.FreeSamples, c.Group)
+	check(c.MaskMass >= 0 && finite(c.MaskMass), "mask_mass", "%v is not a weight (0 or more)", c.MaskMass)
+	check(c.MaskMass == 0 || !c.FullVocab, "mask_mass", "%v with full_vocab: its log-probs are not renormalised, so there is no mask to keep within", c.MaskMass)
 	if err := c.AdamW.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("grpo: adamw: %w", err))
 	}
@@ -144,9 +159,14 @@ type StepStats struct {
 	// is the one scored).
 	RatioDev float64 `json:"ratio_dev"`
 	ClipFrac float64 `json:"clip_frac"`
-	Loss     float64 `json:"loss"`
-	GradNorm float64 `json:"grad_norm"`
-	LR       float64 `json:"lr"`
+	// AllowedMass is the probability the policy's full distribution puts
+	// on the tokens the constraint allowed, exp of the token mean of its
+	// log (averaged like KL), before the step's first update; 0 when
+	// MaskMass is 0.
+	AllowedMass float64 `json:"allowed_mass,omitempty"`
+	Loss        float64 `json:"loss"`
+	GradNorm    float64 `json:"grad_norm"`
+	LR          float64 `json:"lr"`
 	// Entropy is the sampler's entropy (nats, of the distribution it drew
 	// from before top-k), token mean per sample, mean over samples.
 	Entropy float64 `json:"entropy"`

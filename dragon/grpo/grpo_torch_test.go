@@ -597,3 +597,44 @@ func TestLearnsWhatTheMaskHides(t *testing.T) {
 		t.Errorf("p(9) / p(wrong digit): start %.3f, masked %.3f, full vocabulary + free samples %.3f: want the last below half of both", start, masked, both)
 	}
 }
+
+// TestMaskMassForcedTokens: with every token forced (TestConstraintMasksScoring's
+// constraint), GRPO's renormalised loss has no gradient; the mask-mass
+// term does (it raises the forced tokens' full-vocabulary probability),
+// reports the allowed tokens' mass before the update, and a few steps
+// raise that mass.
+func TestMaskMassForcedTokens(t *testing.T) {
+	rt := newRuntime(t)
+	m := newModel(t, rt, toyConfig(), 6)
+	m.SetTraining(false)
+	prompts := reversalPrompts(rand.New(rand.NewPCG(5, 5)), 4, 2, 4, map[string]bool{})
+	for i := range prompts {
+		p := prompts[i].Tokens
+		prompts[i].Constraint = func(row int, prompt, generated []int, allow []bool) error {
+			want := row % 10
+			if len(generated) == len(p)-1 {
+				want = tEOS
+			}
+			for j := range allow {
+				allow[j] = j == want
+			}
+			return nil
+		}
+	}
+	cfg := testConfig()
+	cfg.MaskMass, cfg.Beta, cfg.AdamW.LR = 1, 0, 5e-3
+	tr, err := NewTrainer(m, nil, cfg, prompts, byPosition{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	curve := statsCurve(t, tr, 8)
+	first, last := curve[0], curve[len(curve)-1]
+	if first.GradNorm == 0 || !(first.AllowedMass > 0 && first.AllowedMass < 1) {
+		t.Errorf("first step: gradient norm %v, allowed mass %v; want a gradient and a mass in (0, 1)", first.GradNorm, first.AllowedMass)
+	}
+	if !(last.AllowedMass > 2*first.AllowedMass) {
+		t.Errorf("allowed mass %.4f after 8 steps, %.4f at the first: want it at least doubled", last.AllowedMass, first.AllowedMass)
+	}
+	t.Logf("the forced tokens' full-vocabulary mass: %.4f at the first step, %.4f at the eighth", first.AllowedMass, last.AllowedMass)
+}

@@ -3,6 +3,7 @@ package grpo
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"dragonx/dragon"
@@ -182,6 +183,29 @@ func TestCompletionMask(t *testing.T) {
 		}
 		if len(c.Tokens) != 2 || len(c.Prompt) != 1 {
 			t.Errorf("%s: completion %+v", tc.name, c)
+		}
+	}
+}
+
+// TestValidateMaskMass: the mask-mass weight is a finite number >= 0, and
+// not with FullVocab (whose log-probs are not renormalised).
+func TestValidateMaskMass(t *testing.T) {
+	for _, tc := range []struct {
+		mass float64
+		full bool
+		ok   bool
+	}{
+		{0, false, true}, {0, true, true}, {1, false, true}, {0.1, false, true},
+		{-1, false, false}, {math.NaN(), false, false}, {math.Inf(1), false, false}, {1, true, false},
+	} {
+		c := DefaultConfig()
+		c.MaskMass, c.FullVocab = tc.mass, tc.full
+		err := c.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("mask_mass %v, full_vocab %v: %v; want ok = %v", tc.mass, tc.full, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "mask_mass") {
+			t.Errorf("mask_mass %v, full_vocab %v: %v does not name mask_mass", tc.mass, tc.full, err)
 		}
 	}
 }

@@ -316,6 +316,9 @@ func (t *Trainer) doStep(ctx context.Context, st *StepStats) error {
 		st.Loss += u.loss / float64(cfg.Mu)
 		st.KL += u.stats.KL / float64(cfg.Mu)
 		st.ClipFrac += u.stats.ClipFrac / float64(cfg.Mu)
+		if cfg.MaskMass > 0 && st.Updates == 0 {
+			st.AllowedMass = math.Exp(u.logMass)
+		}
 		st.RatioDev = max(st.RatioDev, u.stats.RatioDev)
 		st.GradNorm += u.GradNorm / float64(cfg.Mu)
 		st.LR = u.LR
@@ -342,8 +345,78 @@ func (c Config) completion(p Prompt, s dragon.Sample) dragon.Completion {
 // step.
 type updateResult struct {
 	dragon.OptimStep
-	loss  float64
-	stats LossStats
+	loss    float64
+	stats   LossStats
+	logMass float64 // the mask-mass term's weighted token mean of log Σ_allowed π (MaskMass > 0)
+}
+
+// The mask-mass term (Config.MaskMass) of one chunk is
+//
+//	L_m = -λ Σ_i (w_i/T_i) Σ_j (F_ij - R_ij)
+//
+// with F_ij the log-prob of token j of completion i over the full
+// vocabulary and R_ij the one renormalised over the allowed tokens:
+// F - R = log Σ_{allowed} π, so dL_m/dR_ij = +λ·w_i/T_i and
+// dL_m/dF_ij = -λ·w_i/T_i. raiseRenormalised adds the first to the GRPO
+// loss's derivatives d (before its backward pass); maskMass scores the
+// full-vocabulary log-probs and backpropagates the second, one graph
+// alive at a time. A completion without a mask has F = R: no term.
+
+// raiseRenormalised adds dL_m/dR to d for the masked completions of cs.
+func raiseRenormalised(cs []dragon.Completion, terms []Term, lambda float64, d [][]float64) {
+	for i, c := range cs {
+		if c.Allow == nil {
+			continue
+		}
+		k := lambda * terms[i].Weight / float64(len(c.Tokens))
+		for j := range d[i] {
+			d[i][j] += k
+		}
+	}
+}
+
+// maskMass scores the masked completions of cs over the full vocabulary
+// with gradients and backpropagates dL_m/dF; renorm holds their
+// renormalised log-probs (the GRPO pass's). It returns L_m and the
+// weighted sum of the completions' token means of F - R.
+func (t *Trainer) maskMass(ctx context.Context, cs []dragon.Completion, terms []Term, renorm [][]float64) (loss, logMass float64, err error) {
+	var full []dragon.Completion
+	var idx []int
+	for i, c := range cs {
+		if c.Allow != nil {
+			full = append(full, dragon.Completion{Prompt: c.Prompt, Tokens: c.Tokens})
+			idx = append(idx, i)
+		}
+	}
+	if len(full) == 0 {
+		return 0, 0, nil
+	}
+	s, err := t.policy.Score(ctx, full, dragon.ScoreOptions{})
+	if err != nil {
+		return 0, 0, fmt.Errorf("scoring over the full vocabulary: %w", err)
+	}
+	lambda := t.cfg.MaskMass
+	d := make([][]float64, len(full))
+	for k, i := range idx {
+		n := float64(len(cs[i].Tokens))
+		w := terms[i].Weight / n
+		d[k] = make([]float64, len(full[k].Tokens))
+		var sum float64
+		for j, f := range s.LogProbs[k] {
+			sum += f - renorm[i][j]
+			d[k][j] = -lambda * w
+		}
+		loss -= lambda * w * sum
+		logMass += terms[i].Weight * sum / n
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		s.Release()
+		return 0, 0, fmt.Errorf("the mask-mass term is not finite (%v)", loss)
+	}
+	if err := s.Backward(d); err != nil {
+		return 0, 0, fmt.Errorf("backward of the mask-mass term: %w", err)
+	}
+	return loss, logMass, nil
 }
 
 func (t *Trainer) update(ctx context.Context, cs []dragon.Completion, terms []Term) (updateResult, error) {
@@ -367,9 +440,21 @@ func (t *Trainer) update(ctx context.Context, cs []dragon.Completion, terms []Te
 			t.opt.ZeroGrad()
 			return u, err
 		}
+		if t.cfg.MaskMass > 0 {
+			raiseRenormalised(cs[lo:hi], terms[lo:hi], t.cfg.MaskMass, d)
+		}
 		if err := s.Backward(d); err != nil {
 			t.opt.ZeroGrad()
 			return u, fmt.Errorf("backward: %w", err)
+		}
+		if t.cfg.MaskMass > 0 {
+			ml, lm, err := t.maskMass(ctx, cs[lo:hi], terms[lo:hi], s.LogProbs)
+			if err != nil {
+				t.opt.ZeroGrad()
+				return u, err
+			}
+			l += ml
+			u.logMass += lm
 		}
 		var w float64
 		for _, tm := range terms[lo:hi] {
@@ -385,6 +470,7 @@ func (t *Trainer) update(ctx context.Context, cs []dragon.Completion, terms []Te
 	u.stats.KL /= wsum
 	u.stats.ClipFrac /= wsum
 	u.stats.Ratio /= wsum
+	u.logMass /= wsum
 	var err error
 	if u.OptimStep, err = t.opt.Step(); err != nil {
 		return u, fmt.Errorf("optimizer: %w", err)

@@ -39,6 +39,8 @@ func TestDiagnostics(t *testing.T) {
 		{"min_lr above lr", "  grpo {\n    lr = 1e-5\n    min_lr = 1e-4\n  }", "grpo.min_lr", 4},
 		{"max_new zero", "  grpo {\n    max_new = 0\n  }", "grpo.max_new: 0 is not positive", 3},
 		{"free samples fill the group", "  grpo {\n    group = 4\n    free_samples = 4\n  }", "grpo.free_samples: 4 is not in [0, group 4)", 4},
+		{"negative mask mass", "  grpo {\n    mask_mass = -1\n  }", "grpo.mask_mass: -1 is not a weight (0 or more)", 3},
+		{"mask mass with full vocab", "  grpo {\n    full_vocab = true\n    mask_mass = 1\n  }", "grpo.mask_mass: 1 with full_vocab", 4},
 		{"reward max_bonus below floor", "  reward {\n    max_bonus = -2\n  }", "below min_bonus -1", 3},
 		{"unknown grpo attribute", "  grpo {\n    ppo = 3\n  }", `An argument named "ppo" is not expected here`, 3},
 		{"reward gate", "  reward {\n    gate = \"compiles\"\n  }", `reward.gate is "compiles"`, 3},
@@ -145,8 +147,8 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 		t.Errorf("gpu_limits = false changes the params:\n%s\n%s", got, constrained)
 	}
 	// The attributes of issue 27 at their defaults keep an experiment's key.
-	if got := params(stageOf(t, "  grpo {\n    full_vocab = false\n    free_samples = 0\n  }")); got != base || strings.Contains(got, "full_vocab") {
-		t.Errorf("full_vocab = false, free_samples = 0 change the params:\n%s\n%s", got, base)
+	if got := params(stageOf(t, "  grpo {\n    full_vocab = false\n    free_samples = 0\n    mask_mass = 0\n  }")); got != base || strings.Contains(got, "full_vocab") || strings.Contains(got, "mask_mass") {
+		t.Errorf("full_vocab = false, free_samples = 0, mask_mass = 0 change the params:\n%s\n%s", got, base)
 	}
 	if got := params(stageOf(t, "  eval {\n    gpu_limits = false\n  }")); got != base {
 		t.Errorf("eval.gpu_limits = false changes the params:\n%s\n%s", got, base)
@@ -165,7 +167,7 @@ func TestDecodeDefaultsAndKey(t *testing.T) {
 		t.Errorf("gpu_limits = true did not reach the spec: %v, eval %v", sp.GPULimits, sp.Eval.GPULimits)
 	}
 	for _, body := range []string{"  reward {\n    bonus = \"rank_in_group\"\n  }", "  constrained = true", "  eval {\n    constrained = true\n  }", "  construction_share = 0.25", "  grpo {\n    beta = 0\n  }",
-		"  grpo {\n    full_vocab = true\n  }", "  grpo {\n    free_samples = 1\n  }", "  reward {\n    max_bonus = 3\n  }", "  reward {\n    construction_baseline = \"unscheduled\"\n  }"} {
+		"  grpo {\n    full_vocab = true\n  }", "  grpo {\n    free_samples = 1\n  }", "  grpo {\n    mask_mass = 1\n  }", "  reward {\n    max_bonus = 3\n  }", "  reward {\n    construction_baseline = \"unscheduled\"\n  }"} {
 		if got := params(stageOf(t, body)); got == base {
 			t.Errorf("%q does not change the params", body)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -89,6 +90,9 @@ type GRPOSpec struct {
 	FullVocab bool `hcl:"full_vocab,optional" json:"full_vocab,omitempty"`
 	// FreeSamples of each group are sampled without the grammar.
 	FreeSamples int `hcl:"free_samples,optional" json:"free_samples,omitempty"`
+	// MaskMass weighs the term that keeps the unmasked policy within what
+	// the grammar allowed each sample (grpo.Config.MaskMass); 0: none.
+	MaskMass float64 `hcl:"mask_mass,optional" json:"mask_mass,omitempty"`
 	// Batch is the completions per scoring pass (memory, not results).
 	Batch       int     `hcl:"batch,optional" json:"batch"`
 	LR          float64 `hcl:"lr,optional" json:"lr"`
@@ -124,7 +128,7 @@ func (g GRPOSpec) Config(seed int64) grpo.Config {
 	return grpo.Config{
 		Steps: g.Steps, PromptsPerStep: g.Prompts, Group: g.Group, Mu: g.Mu, Epsilon: g.Epsilon, Beta: g.Beta,
 		Temperature: g.Temperature, TopK: g.TopK, MaxNew: g.MaxNew, Stop: []int{eosID}, Batch: g.Batch,
-		FullVocab: g.FullVocab, FreeSamples: g.FreeSamples,
+		FullVocab: g.FullVocab, FreeSamples: g.FreeSamples, MaskMass: g.MaskMass,
 		AdamW: dragon.AdamWConfig{LR: g.LR, MinLR: g.MinLR, Warmup: g.Warmup, Steps: decay, WeightDecay: g.WeightDecay,
 			Beta1: g.Beta1, Beta2: g.Beta2, Eps: g.Eps, Clip: g.Clip},
 		Seed: seed,
@@ -153,6 +157,8 @@ func (g GRPOSpec) validate() error {
 	fe(g.MaxNew > 0, "max_new", "%d is not positive", g.MaxNew)
 	fe(g.Batch >= 0, "batch", "%d is negative", g.Batch)
 	fe(g.FreeSamples >= 0 && g.FreeSamples < g.Group, "free_samples", "%d is not in [0, group %d): a group needs a constrained sample", g.FreeSamples, g.Group)
+	fe(g.MaskMass >= 0 && !math.IsInf(g.MaskMass, 0), "mask_mass", "%v is not a weight (0 or more)", g.MaskMass)
+	fe(g.MaskMass == 0 || !g.FullVocab, "mask_mass", "%v with full_vocab: those log-probs are not renormalised over the grammar's tokens, so there is no mask to keep within", g.MaskMass)
 	if err := g.Config(1).AdamW.Validate(); err != nil {
 		errs = append(errs, err)
 	}

@@ -162,7 +162,7 @@ type StepStats struct {
 	// AllowedMass is the probability the policy's full distribution puts
 	// on the tokens the constraint allowed, exp of the token mean of its
 	// log (averaged like KL), before the step's first update; 0 when
-	// MaskMass is 0.
+	// MaskMass is 0 or the step made no update.
 	AllowedMass float64 `json:"allowed_mass,omitempty"`
 	Loss        float64 `json:"loss"`
 	GradNorm    float64 `json:"grad_norm"`

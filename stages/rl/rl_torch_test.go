@@ -300,3 +300,53 @@ func interruptAndResume(t *testing.T, st stages.Stage, materialize func(context.
 	}
 	return log2.String(), rc2.Dir
 }
+
+// TestMaskMassRun runs the pipeline with grpo's mask_mass: curves.csv
+// ends with an allowed_mass column whose values are probabilities (the
+// full distribution's mass on the grammar's tokens), and a run interrupted
+// and resumed ends with the uninterrupted run's bytes (the resume reads
+// the longer header back).
+func TestMaskMassRun(t *testing.T) {
+	abs, _ := filepath.Abs("testdata/rl.hcl")
+	src := strings.Replace(string(mustRead(t, abs)), "  grpo {\n    steps   = 4", "  grpo {\n    mask_mass = 1\n    steps   = 4", 1)
+	if !strings.Contains(src, "mask_mass") {
+		t.Fatal("testdata/rl.hcl's grpo block moved: mask_mass was not inserted")
+	}
+	cfg, diags := stages.LoadSource(abs, []byte(src), stages.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	root := runPipeline(t, cfg)
+	out := filepath.Join(root, "out", "rl")
+	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(out, "curves.csv")))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 5 || rows[0][len(rows[0])-1] != "allowed_mass" {
+		t.Fatalf("curves.csv: %d rows, header %v; want 4 steps and an allowed_mass column last", len(rows), rows[0])
+	}
+	updated := 0
+	for _, r := range rows[1:] {
+		if r[len(r)-1] == "" {
+			continue // no update: every group's rewards were equal
+		}
+		updated++
+		if v, err := strconv.ParseFloat(r[len(r)-1], 64); err != nil || !(v > 0 && v <= 1) {
+			t.Errorf("step %s: allowed_mass %q; want a probability", r[0], r[len(r)-1])
+		}
+	}
+	if updated == 0 {
+		t.Errorf("no step made an update: the test checks nothing\n%v", rows)
+	}
+	want := deterministic(t, out)
+	st, materialize := rlAlone(t, cfg, root)
+	_, dir2 := interruptAndResume(t, st, materialize, func(e progress.Event) bool {
+		return e.Unit == "steps" && e.Done == 2
+	})
+	got := deterministic(t, dir2)
+	for name := range want {
+		if !bytes.Equal(want[name], got[name]) {
+			t.Errorf("%s after an interruption and a resume differs from the uninterrupted run's", name)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -36,11 +37,21 @@ const (
 	stateSamples    = "samples.jsonl"
 )
 
-// curveHeader is curves.csv's header; every column follows from the
+// curveColumns is curves.csv's header; every column follows from the
 // parameters and inputs (no timings), so that an interrupted and resumed
-// run writes the same bytes.
-var curveHeader = []string{"step", "reward_mean", "reward_std", "correct_rate", "mean_log_speedup", "kl", "entropy",
+// run writes the same bytes. With grpo's mask_mass, an allowed_mass
+// column ends it (grpo.StepStats.AllowedMass).
+var curveColumns = []string{"step", "reward_mean", "reward_std", "correct_rate", "mean_log_speedup", "kl", "entropy",
 	"clip_frac", "loss", "grad_norm", "lr", "skipped_groups", "failed_samples"}
+
+// curveHeader is the header of a run with (maskMass) or without the
+// mask-mass term.
+func curveHeader(maskMass bool) []string {
+	if maskMass {
+		return append(slices.Clone(curveColumns), "allowed_mass")
+	}
+	return curveColumns
+}
 
 // Metrics is metrics.json. Everything in it follows from the parameters
 // and inputs, except Speed.
@@ -238,7 +249,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 		if j.StateDir == "" {
 			return nil
 		}
-		if err := safeio.WriteAtomic(filepath.Join(j.StateDir, stateCurve), func(w io.Writer) error { return writeCurve(w, rows) }); err != nil {
+		if err := safeio.WriteAtomic(filepath.Join(j.StateDir, stateCurve), func(w io.Writer) error { return writeCurve(w, curveHeader(cfg.MaskMass > 0), rows) }); err != nil {
 			return err
 		}
 		if err := safeio.WriteAtomic(filepath.Join(j.StateDir, stateSamples), func(w io.Writer) error { return writeSamples(w, logs) }); err != nil {
@@ -268,7 +279,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 			step[i].Step = st.Step
 		}
 		logs = append(logs, step...)
-		row := curveRow(st, step)
+		row := curveRow(st, step, cfg.MaskMass > 0)
 		rows = append(rows, row)
 		env.Progress.Report(progress.Event{Done: int64(st.Step), Total: int64(cfg.Steps), Unit: "steps",
 			Note: fmt.Sprintf("reward %.3f±%.3f correct %s kl %.4f", st.RewardMean, st.RewardStd, row[3], st.KL)})
@@ -290,7 +301,7 @@ func runJob(ctx context.Context, j *job.Job, env *job.Env) error {
 	if err := safeio.WriteAtomic(filepath.Join(j.Dir, "model.ckpt"), tr.Policy().WriteCheckpoint); err != nil {
 		return err
 	}
-	if err := safeio.WriteAtomic(filepath.Join(j.Dir, "curves.csv"), func(w io.Writer) error { return writeCurve(w, rows) }); err != nil {
+	if err := safeio.WriteAtomic(filepath.Join(j.Dir, "curves.csv"), func(w io.Writer) error { return writeCurve(w, curveHeader(cfg.MaskMass > 0), rows) }); err != nil {
 		return err
 	}
 	if err := safeio.WriteAtomic(filepath.Join(j.Dir, "samples.jsonl"), func(w io.Writer) error { return writeSamples(w, logs) }); err != nil {
@@ -408,7 +419,7 @@ func resume(rt *dragon.Runtime, stateDir string, base *dragon.Model, ps []grpo.P
 	if got := tr.Config(); fmt.Sprint(got) != fmt.Sprint(cfg) {
 		return fail(fmt.Errorf("its configuration %+v is not the stage's %+v", got, cfg))
 	}
-	rows, err := readCurve(filepath.Join(stateDir, stateCurve), tr.Steps())
+	rows, err := readCurve(filepath.Join(stateDir, stateCurve), curveHeader(cfg.MaskMass > 0), tr.Steps())
 	if err != nil {
 		return fail(fmt.Errorf("the curve: %w", err))
 	}
@@ -425,7 +436,7 @@ func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 // curveRow is a step's row: the trainer's figures, and from the step's
 // samples the share that passed the gate and the mean log speedup of
 // those with one ("" when none has).
-func curveRow(st grpo.StepStats, logs []SampleLog) []string {
+func curveRow(st grpo.StepStats, logs []SampleLog, maskMass bool) []string {
 	var gates, n int
 	var ls float64
 	for _, l := range logs {
@@ -444,14 +455,22 @@ func curveRow(st grpo.StepStats, logs []SampleLog) []string {
 	if n > 0 {
 		mean = fmtFloat(ls / float64(n))
 	}
-	return []string{strconv.Itoa(st.Step), fmtFloat(st.RewardMean), fmtFloat(st.RewardStd), rate, mean, fmtFloat(st.KL),
+	row := []string{strconv.Itoa(st.Step), fmtFloat(st.RewardMean), fmtFloat(st.RewardStd), rate, mean, fmtFloat(st.KL),
 		fmtFloat(st.Entropy), fmtFloat(st.ClipFrac), fmtFloat(st.Loss), fmtFloat(st.GradNorm), fmtFloat(st.LR),
 		strconv.Itoa(st.SkippedGroups), strconv.Itoa(st.FailedSamples)}
+	if maskMass {
+		mass := "" // a step without an update (every group skipped) has none
+		if st.Updates > 0 {
+			mass = fmtFloat(st.AllowedMass)
+		}
+		row = append(row, mass)
+	}
+	return row
 }
 
-func writeCurve(w io.Writer, rows [][]string) error {
+func writeCurve(w io.Writer, header []string, rows [][]string) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(curveHeader); err != nil {
+	if err := cw.Write(header); err != nil {
 		return err
 	}
 	if err := cw.WriteAll(rows); err != nil {
@@ -462,7 +481,7 @@ func writeCurve(w io.Writer, rows [][]string) error {
 
 // readCurve reads a saved curve, keeping the rows of steps up to steps
 // (the curve may be ahead of the checkpoint, never behind).
-func readCurve(path string, steps int) ([][]string, error) {
+func readCurve(path string, header []string, steps int) ([][]string, error) {
 	b, err := sft.ReadStateFile(path)
 	if err != nil {
 		return nil, err
@@ -471,7 +490,7 @@ func readCurve(path string, steps int) ([][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) == 0 || fmt.Sprint(rows[0]) != fmt.Sprint(curveHeader) {
+	if len(rows) == 0 || fmt.Sprint(rows[0]) != fmt.Sprint(header) {
 		return nil, errors.New("not a curve of this version (header)")
 	}
 	rows = rows[1:]

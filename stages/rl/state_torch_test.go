@@ -24,13 +24,13 @@ func TestStateAhead(t *testing.T) {
 		for k := range 2 {
 			logs = append(logs, SampleLog{Step: step, Task: "construction/0", Sample: k, SampleReward: SampleReward{Total: float64(step)}})
 		}
-		rows = append(rows, curveRow(grpo.StepStats{Step: step, RewardMean: float64(step)}, logs[len(logs)-2:]))
+		rows = append(rows, curveRow(grpo.StepStats{Step: step, RewardMean: float64(step)}, logs[len(logs)-2:], false))
 	}
 	var sb, cb bytes.Buffer
 	if err := writeSamples(&sb, logs); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeCurve(&cb, rows); err != nil {
+	if err := writeCurve(&cb, curveHeader(false), rows); err != nil {
 		t.Fatal(err)
 	}
 	sp, cp := filepath.Join(dir, "samples.jsonl"), filepath.Join(dir, "curves.csv")
@@ -41,14 +41,14 @@ func TestStateAhead(t *testing.T) {
 	if err != nil || len(got) != 4 || got[3].Step != 2 {
 		t.Fatalf("readSamples(2): %d samples (%v)", len(got), err)
 	}
-	gotRows, err := readCurve(cp, 2)
+	gotRows, err := readCurve(cp, curveHeader(false), 2)
 	if err != nil || len(gotRows) != 2 || gotRows[1][0] != "2" {
 		t.Fatalf("readCurve(2): %v (%v)", gotRows, err)
 	}
 	if _, err := readSamples(sp, 4); err == nil || !strings.Contains(err.Error(), "ends at step 3") {
 		t.Fatalf("a log behind the checkpoint: %v", err)
 	}
-	if _, err := readCurve(cp, 4); err == nil {
+	if _, err := readCurve(cp, curveHeader(false), 4); err == nil {
 		t.Fatal("a curve behind the checkpoint is accepted")
 	}
 	// Round trip: what is read back writes the same bytes.

@@ -168,20 +168,9 @@ func Generate(ctx context.Context, opts Options) ([]Record, error) {
 	rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
 	// Perturbations pick a network uniformly, then one of its layers, so
 	// that a network with many layers (DenseNet) does not dominate.
-	var parents [][]parent
-	index := map[string]int{}
-	for _, c := range append(append([]candidate(nil), held...), others...) {
-		d, err := docOf(c.rec.Spec)
-		if err != nil {
-			return nil, fmt.Errorf("corpus: %s %s: %w", c.rec.Network, c.rec.Layer, err)
-		}
-		i, ok := index[c.rec.Network]
-		if !ok {
-			i = len(parents)
-			index[c.rec.Network] = i
-			parents = append(parents, nil)
-		}
-		parents[i] = append(parents[i], parent{rec: c.rec, doc: d})
+	parents, err := byNetwork(append(append([]candidate(nil), held...), others...), func(*candidate) bool { return true })
+	if err != nil {
+		return nil, err
 	}
 	headEnd := len(bases) + len(held)
 	bases = append(append(bases, held...), others...)

@@ -81,23 +81,30 @@ func newFloor(opts Options, held, others []candidate) (*floor, error) {
 // network (networks in order of first appearance).
 func convertible(to string, cs []candidate) ([][]parent, error) {
 	sources := sourcesOf(to)
+	return byNetwork(cs, func(c *candidate) bool { return slices.Contains(sources, c.rec.Spec.Family()) })
+}
+
+// byNetwork groups the rows of cs that keep accepts as parents, by network
+// (networks in order of first appearance).
+func byNetwork(cs []candidate, keep func(*candidate) bool) ([][]parent, error) {
 	var out [][]parent
 	index := map[string]int{}
-	for _, c := range cs {
-		if !slices.Contains(sources, c.rec.Spec.Family()) {
+	for i := range cs {
+		c := &cs[i]
+		if !keep(c) {
 			continue
 		}
 		d, err := docOf(c.rec.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("corpus: %s %s: %w", c.rec.Network, c.rec.Layer, err)
 		}
-		i, ok := index[c.rec.Network]
+		k, ok := index[c.rec.Network]
 		if !ok {
-			i = len(out)
-			index[c.rec.Network] = i
+			k = len(out)
+			index[c.rec.Network] = k
 			out = append(out, nil)
 		}
-		out[i] = append(out[i], parent{rec: c.rec, doc: d})
+		out[k] = append(out[k], parent{rec: c.rec, doc: d})
 	}
 	return out, nil
 }

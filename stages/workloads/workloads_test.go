@@ -78,15 +78,7 @@ func TestExampleExperiment(t *testing.T) {
 		t.Fatalf("%d workloads (%d train, %d test), want 200", len(all), len(train), len(test))
 	}
 	// The same generation as the library, split into the two files in order.
-	want, err := corpus.Generate(context.Background(), corpus.Options{Count: 200, Seed: 1, TestFraction: 0.1, HoldOutNetwork: "bert-tiny", Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := corpus.Write(&buf, want); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(buf.Bytes(), out["workloads"]) {
+	if !bytes.Equal(generated(t, corpus.Options{Count: 200, Seed: 1, TestFraction: 0.1, HoldOutNetwork: "bert-tiny", Workers: 1}), out["workloads"]) {
 		t.Fatal("workloads.jsonl differs from corpus.Generate's records with one worker")
 	}
 	gpt2 := 0
@@ -318,15 +310,7 @@ func TestFamilyFloorKey(t *testing.T) {
 // TestFamilyFloorRun: the stage passes family_floor to the generator.
 func TestFamilyFloorRun(t *testing.T) {
 	out := runExperiment(t, "f.hcl", []byte("stage \"w\" {\n  kind = \"workloads\"\n  count = 100\n  family_floor = 2\n}\n"))
-	want, err := corpus.Generate(context.Background(), corpus.Options{Count: 100, Seed: 1, TestFraction: 0.1, FamilyFloor: 2, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := corpus.Write(&buf, want); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(buf.Bytes(), out["workloads"]) {
+	if !bytes.Equal(generated(t, corpus.Options{Count: 100, Seed: 1, TestFraction: 0.1, FamilyFloor: 2, Workers: 1}), out["workloads"]) {
 		t.Fatal("workloads.jsonl differs from corpus.Generate's records with FamilyFloor 2")
 	}
 	var st workloads.Stats
@@ -336,4 +320,18 @@ func TestFamilyFloorRun(t *testing.T) {
 	if st.Families["CAP"]["train"]+st.Families["CAP"]["test"] != 4+2 {
 		t.Errorf("CAP workloads: %v, want the 4 benchmark shapes and 2 of the floor", st.Families["CAP"])
 	}
+}
+
+// generated is the library's corpus for opts, as workloads.jsonl holds it.
+func generated(t *testing.T, opts corpus.Options) []byte {
+	t.Helper()
+	recs, err := corpus.Generate(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := corpus.Write(&buf, recs); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

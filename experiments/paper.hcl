@@ -161,10 +161,10 @@ locals {
     bench_max_new   = { smoke = 64,        small = 512,       medium = 512,       paper = 1024      }
     bench_trials    = { smoke = 4,         small = 8,         medium = 8,         paper = 1000      } # the search baseline's trials per task
     # The decisions format's rows (var.format = "decisions"), in place of the rows of the same
-    # name without _d: its examples are 97 tokens on average (162 at most) against 719 (1,180),
-    # its streams 41 tokens at most with <eos>, a held-out refinement prompt 129 at most: a
-    # context of 192 leaves every prompt its max_new. small: 1,000 steps of 32 are 4.6 epochs,
-    # 9.7 minutes of training (docs/pipeline.md ## Scales).
+    # name without _d: its examples are 89 tokens on average (149 at most) against 719 (1,180),
+    # its streams 36 tokens at most with <eos>, a held-out refinement prompt 122 at most: a
+    # context of 192 leaves every prompt its max_new. small: 1,000 steps of 32 are 4.6 epochs
+    # of the 6,966 training examples, 10 to 12 minutes of training (docs/pipeline.md ## Scales).
     context_d       = { smoke = 192,       small = 192,       medium = 192,       paper = 256       }
     steps_d         = { smoke = 20,        small = 1000,      medium = 3000,      paper = 60000     }
     batch_d         = { smoke = 8,         small = 32,        medium = 32,        paper = 64        }
@@ -173,7 +173,7 @@ locals {
     max_new_d       = { smoke = 48,        small = 48,        medium = 48,        paper = 64        }
     rl_max_new_d    = { smoke = 48,        small = 48,        medium = 48,        paper = 64        }
     bench_max_new_d = { smoke = 48,        small = 48,        medium = 48,        paper = 64        }
-    # rl in decisions format: a sample is ~27 tokens, so rl affords 100 steps of 8 x 8 in the
+    # rl in decisions format: a sample is ~21 tokens, so rl affords 100 steps of 8 x 8 in the
     # minutes 12 steps of 4 x 4 took in script format. Its reward gates on the static verdict
     # (kernels/verdict), which agreed with the numerical gate on all 1,088 attempts judged by
     # both (issue 27): the numerical gate costs about a second a sample here. rl's held-out
@@ -182,7 +182,7 @@ locals {
     rl_prompts_d    = { smoke = 2,         small = 8,         medium = 8,         paper = 16        }
     rl_group_d      = { smoke = 3,         small = 8,         medium = 8,         paper = 16        }
     # rl's rft round in decisions format: at small, 1,024 prompts x 4 samples under the grammar
-    # alone (29% passed), 60 steps of 32 on the 1,180 kept: 2.2 minutes (docs/pipeline.md ## rl).
+    # alone (33% passed), 60 steps of 32 on the 1,312 kept: 2.5 minutes (docs/pipeline.md ## rl).
     rft_prompts_d   = { smoke = 4,         small = 1024,      medium = 2048,      paper = 16384     }
     rft_steps_d     = { smoke = 2,         small = 60,        medium = 120,       paper = 1000      }
     rl_gate         = { smoke = "numeric", small = "numeric", medium = "numeric", paper = "numeric" }

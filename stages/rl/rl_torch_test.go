@@ -201,15 +201,7 @@ func rlAlone(t *testing.T, cfg *stages.Config, root string) (stages.Stage, func(
 // and interrupted during GRPO, the stage reuses the saved round (it does
 // not sample again) and ends with the uninterrupted run's bytes.
 func TestRFTRound(t *testing.T) {
-	abs, _ := filepath.Abs("testdata/rl.hcl")
-	src := strings.Replace(string(mustRead(t, abs)), "  grpo {\n    steps   = 4", "  rft {\n    prompts = 0\n    samples = 3\n    steps   = 3\n    batch   = 2\n    lr      = 1e-3\n  }\n  grpo {\n    steps   = 4", 1)
-	if !strings.Contains(src, "rft {") {
-		t.Fatal("testdata/rl.hcl's grpo block moved: the rft block was not inserted")
-	}
-	cfg, diags := stages.LoadSource(abs, []byte(src), stages.LoadOptions{})
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	cfg := withGRPOPrefix(t, "  rft {\n    prompts = 0\n    samples = 3\n    steps   = 3\n    batch   = 2\n    lr      = 1e-3\n  }\n  grpo {\n")
 	root := runPipeline(t, cfg)
 	out := filepath.Join(root, "out", "rl")
 	var m rl.Metrics
@@ -307,15 +299,7 @@ func interruptAndResume(t *testing.T, st stages.Stage, materialize func(context.
 // and resumed ends with the uninterrupted run's bytes (the resume reads
 // the longer header back).
 func TestMaskMassRun(t *testing.T) {
-	abs, _ := filepath.Abs("testdata/rl.hcl")
-	src := strings.Replace(string(mustRead(t, abs)), "  grpo {\n    steps   = 4", "  grpo {\n    mask_mass = 1\n    steps   = 4", 1)
-	if !strings.Contains(src, "mask_mass") {
-		t.Fatal("testdata/rl.hcl's grpo block moved: mask_mass was not inserted")
-	}
-	cfg, diags := stages.LoadSource(abs, []byte(src), stages.LoadOptions{})
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	cfg := withGRPOPrefix(t, "  grpo {\n    mask_mass = 1\n")
 	root := runPipeline(t, cfg)
 	out := filepath.Join(root, "out", "rl")
 	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(out, "curves.csv")))).ReadAll()
@@ -349,4 +333,23 @@ func TestMaskMassRun(t *testing.T) {
 			t.Errorf("%s after an interruption and a resume differs from the uninterrupted run's", name)
 		}
 	}
+}
+
+// withGRPOPrefix loads testdata/rl.hcl with its "  grpo {\n" line (the
+// block starting with steps = 4) replaced by prefix, which must end with
+// that line: a block inserted before it, or attributes added at its top.
+func withGRPOPrefix(t *testing.T, prefix string) *stages.Config {
+	t.Helper()
+	abs, _ := filepath.Abs("testdata/rl.hcl")
+	const at = "  grpo {\n    steps   = 4"
+	src := string(mustRead(t, abs))
+	if !strings.Contains(src, at) {
+		t.Fatal("testdata/rl.hcl's grpo block moved: nothing was inserted")
+	}
+	src = strings.Replace(src, at, prefix+strings.TrimPrefix(at, "  grpo {\n"), 1)
+	cfg, diags := stages.LoadSource(abs, []byte(src), stages.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return cfg
 }

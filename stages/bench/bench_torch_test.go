@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"dragonx/cache"
 	"dragonx/internal/progress"
 	"dragonx/stages"
 	_ "dragonx/stages/encode"
@@ -61,18 +60,8 @@ func outputsOf(t *testing.T, dir string) map[string][]byte {
 func TestTorchEndToEnd(t *testing.T) {
 	cfg := loadTestdata(t, func(s string) string { return s })
 	root := t.TempDir()
-	eng := &stages.Engine{Store: cache.NewMem(), Jobs: 1, OutDir: filepath.Join(root, "out"),
-		WorkRoot: filepath.Join(root, "work"), StateRoot: filepath.Join(root, "state")}
 	start := time.Now()
-	rep, err := eng.Run(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rep.Results {
-		if r.Status != stages.StatusRan {
-			t.Fatalf("%v: %v (%v)", r.Addr, r.Status, r.Err)
-		}
-	}
+	stagetest.RunAll(t, cfg, root)
 	t.Logf("encode, sft and bench ran in %.1f s", time.Since(start).Seconds())
 	var st *Stage
 	for _, inst := range cfg.Instances {

@@ -3,14 +3,12 @@
 package netbench_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"dragonx/cache"
 	"dragonx/stages"
 	_ "dragonx/stages/encode"
 	"dragonx/stages/netbench"
@@ -107,16 +105,7 @@ stage "netbench" {
 		t.Fatal(diags)
 	}
 	out := filepath.Join(dir, "out")
-	eng := &stages.Engine{Store: cache.NewMem(), Jobs: 1, OutDir: out, WorkRoot: filepath.Join(dir, "work"), StateRoot: filepath.Join(dir, "state")}
-	rep, err := eng.Run(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rep.Results {
-		if r.Status != stages.StatusRan {
-			t.Fatalf("%v: %v (%v)", r.Addr, r.Status, r.Err)
-		}
-	}
+	stagetest.RunAll(t, cfg, dir)
 	b, err := os.ReadFile(filepath.Join(out, "netbench", netbench.ResultsFile))
 	if err != nil {
 		t.Fatal(err)

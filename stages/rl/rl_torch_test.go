@@ -14,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"dragonx/cache"
 	"dragonx/internal/progress"
 	"dragonx/stages"
 	"dragonx/stages/rl"
@@ -52,18 +51,7 @@ func mustRead(t *testing.T, p string) []byte {
 // everything but metrics.json's measured speed.
 func deterministic(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	out := map[string][]byte{}
-	for _, f := range []string{"model.ckpt", "curves.csv", "samples.jsonl", "eval_samples.jsonl"} {
-		out[f] = mustRead(t, filepath.Join(dir, f))
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(mustRead(t, filepath.Join(dir, "metrics.json")), &m); err != nil {
-		t.Fatal(err)
-	}
-	delete(m, "speed")
-	b, _ := json.Marshal(m)
-	out["metrics.json (without speed)"] = b
-	return out
+	return stagetest.Deterministic(t, dir, "model.ckpt", "curves.csv", "samples.jsonl", "eval_samples.jsonl")
 }
 
 // TestEngineRunAndResume runs encode, sft and rl through the engine, checks
@@ -153,11 +141,7 @@ func TestEngineRunAndResume(t *testing.T) {
 		t.Fatalf("the rerun resumed from step %d (%v); want 2 or 3:\n%s", from, err, log2)
 	}
 	got := deterministic(t, dir2)
-	for name := range want {
-		if !bytes.Equal(want[name], got[name]) {
-			t.Errorf("%s after an interruption and a resume differs from the uninterrupted run's", name)
-		}
-	}
+	stagetest.SameBytes(t, want, got, "an interruption and a resume")
 }
 
 // rlAlone returns cfg's rl stage and a Materialize that places its inputs
@@ -239,11 +223,7 @@ func TestRFTRound(t *testing.T) {
 		t.Errorf("the rerun did not reuse the saved round:\n%s", log2)
 	}
 	got := deterministic(t, dir2)
-	for name := range want {
-		if !bytes.Equal(want[name], got[name]) {
-			t.Errorf("%s after an interruption and a resume differs from the uninterrupted run's", name)
-		}
-	}
+	stagetest.SameBytes(t, want, got, "an interruption and a resume")
 }
 
 // runPipeline runs cfg through an engine with a fresh in-memory cache
@@ -251,17 +231,7 @@ func TestRFTRound(t *testing.T) {
 func runPipeline(t *testing.T, cfg *stages.Config) string {
 	t.Helper()
 	root := t.TempDir()
-	eng := &stages.Engine{Store: cache.NewMem(), Jobs: 1, OutDir: filepath.Join(root, "out"),
-		WorkRoot: filepath.Join(root, "work"), StateRoot: filepath.Join(root, "state")}
-	rep, err := eng.Run(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rep.Results {
-		if r.Status != stages.StatusRan {
-			t.Fatalf("%v: %v (%v)", r.Addr, r.Status, r.Err)
-		}
-	}
+	stagetest.RunAll(t, cfg, root)
 	return root
 }
 
@@ -328,11 +298,7 @@ func TestMaskMassRun(t *testing.T) {
 		return e.Unit == "steps" && e.Done == 2
 	})
 	got := deterministic(t, dir2)
-	for name := range want {
-		if !bytes.Equal(want[name], got[name]) {
-			t.Errorf("%s after an interruption and a resume differs from the uninterrupted run's", name)
-		}
-	}
+	stagetest.SameBytes(t, want, got, "an interruption and a resume")
 }
 
 // withGRPOPrefix loads testdata/rl.hcl with its "  grpo {\n" line (the

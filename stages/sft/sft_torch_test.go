@@ -200,18 +200,7 @@ func mustRead(t *testing.T, p string) []byte {
 // metrics.json without its measured speed.
 func deterministic(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	out := map[string][]byte{}
-	for _, f := range []string{"model.ckpt", "loss.csv", "samples.jsonl"} {
-		out[f] = mustRead(t, filepath.Join(dir, f))
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(mustRead(t, filepath.Join(dir, "metrics.json")), &m); err != nil {
-		t.Fatal(err)
-	}
-	delete(m, "speed")
-	b, _ := json.Marshal(m)
-	out["metrics.json (without speed)"] = b
-	return out
+	return stagetest.Deterministic(t, dir, "model.ckpt", "loss.csv", "samples.jsonl")
 }
 
 func TestDeterminism(t *testing.T) {

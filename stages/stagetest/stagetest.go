@@ -1,6 +1,7 @@
 // Package stagetest holds what the stage kinds' tests share: loading an
 // experiment from source and reading its diagnostics as lines that name
-// where they point.
+// where they point, running a whole experiment on an in-memory cache, and
+// comparing a training stage's deterministic outputs.
 package stagetest
 
 import (

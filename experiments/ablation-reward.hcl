@@ -88,7 +88,7 @@ locals {
     max_new       = { smoke = 64, small = 512, paper = 1024 }
     # The decisions format's rows (paper.hcl's).
     context_d     = { smoke = 192, small = 192, paper = 256 }
-    steps_d       = { smoke = 20, small = 1000, paper = 60000 }
+    steps_d       = { smoke = 20, small = 2000, paper = 60000 }
     batch_d       = { smoke = 8, small = 32, paper = 64 }
     lr_d          = { smoke = 3e-3, small = 2e-3, paper = 3e-4 }
     warmup_d      = { smoke = 5, small = 30, paper = 2000 }

@@ -163,10 +163,11 @@ locals {
     # The decisions format's rows (var.format = "decisions"), in place of the rows of the same
     # name without _d: its examples are 89 tokens on average (149 at most) against 719 (1,180),
     # its streams 36 tokens at most with <eos>, a held-out refinement prompt 122 at most: a
-    # context of 192 leaves every prompt its max_new. small: 1,000 steps of 32 are 4.6 epochs
-    # of the 6,966 training examples, 10 to 12 minutes of training (docs/pipeline.md ## Scales).
+    # context of 192 leaves every prompt its max_new. small: 2,000 steps of 32 are 9.2 epochs
+    # of the 6,966 training examples, 15 minutes of training (docs/pipeline.md ## Scales); at
+    # 1,000 steps sft and rl were 12-15 points less often correct on the held-out tasks.
     context_d       = { smoke = 192,       small = 192,       medium = 192,       paper = 256       }
-    steps_d         = { smoke = 20,        small = 1000,      medium = 3000,      paper = 60000     }
+    steps_d         = { smoke = 20,        small = 2000,      medium = 3000,      paper = 60000     }
     batch_d         = { smoke = 8,         small = 32,        medium = 32,        paper = 64        }
     lr_d            = { smoke = 3e-3,      small = 2e-3,      medium = 2e-3,      paper = 3e-4      }
     warmup_d        = { smoke = 5,         small = 30,        medium = 30,        paper = 2000      }

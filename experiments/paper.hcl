@@ -4,7 +4,7 @@
 #
 #   dragonx run experiments/paper.hcl                    # scale "small": make run, one 2-core machine
 #   dragonx run -var scale=smoke experiments/paper.hcl   # every stage tiny: make test
-#   dragonx run -var scale=medium experiments/paper.hcl  # small's data, 3x its training: ~2 h here
+#   dragonx run -var scale=medium experiments/paper.hcl  # small's data, longer training: ~2 h here
 #   dragonx plan -var scale=paper experiments/paper.hcl  # the paper's sizes: a cluster and a GPU
 #
 #   workloads ──> harvest ──> encode ──> sft ──> rl ──> bench ──> analysis
@@ -23,7 +23,7 @@
 variable "scale" {
   type        = string
   default     = "small"
-  description = "smoke (tests: minutes), small (one 2-core machine: under 45 minutes), medium (small's data, 3x its training: about two hours), paper (the paper's sizes: a cluster and a GPU)"
+  description = "smoke (tests: minutes), small (one 2-core machine: under 45 minutes), medium (small's data, longer training: about two hours), paper (the paper's sizes: a cluster and a GPU)"
   validation {
     condition     = contains(["smoke", "small", "medium", "paper"], var.scale)
     error_message = "scale must be smoke, small, medium or paper."

@@ -49,14 +49,16 @@ variable "scale" {
 # The examples' format (docs/encoding.md): "script" (prompt = kernel text, target = the script's
 # tokens) or "decisions" (prompt = the spec's numbers and the blocks' iteration domains, target =
 # the script's decision stream, which the grammar expands losslessly into the script: about 8x
-# fewer tokens an example). The sizes table's *_d rows are the decisions format's.
+# fewer tokens an example) or "decisions_inner" (decisions with each tile's first factor written
+# as the extent left inside it, alike across shapes; docs/encoding.md). The sizes table's *_d
+# rows are the decisions formats'.
 variable "format" {
   type        = string
   default     = "decisions"
-  description = "the examples' format: script (kernel text and script tokens) or decisions (spec numbers and decision streams)"
+  description = "the examples' format: script (kernel text and script tokens), decisions (spec numbers and decision streams) or decisions_inner (decision streams with the tiles' inner extents)"
   validation {
-    condition     = contains(["script", "decisions"], var.format)
-    error_message = "format must be script or decisions."
+    condition     = contains(["script", "decisions", "decisions_inner"], var.format)
+    error_message = "format must be script, decisions or decisions_inner."
   }
 }
 
@@ -95,7 +97,7 @@ locals {
     max_new_d     = { smoke = 48, small = 48, paper = 64 }
   }
   s0 = { for k, v in local.sizes : k => v[var.scale] }
-  s = merge(local.s0, var.format == "decisions" ? {
+  s = merge(local.s0, var.format != "script" ? {
     for k in ["context", "steps", "batch", "lr", "warmup", "max_new"] : k => local.s0["${k}_d"]
   } : {})
 }
@@ -192,10 +194,10 @@ locals {
     rl_lr_d      = { smoke = 1e-4, small = 2e-4, paper = 1e-5 }
   }
   r0 = { for k, v in local.rl_sizes : k => v[var.scale] }
-  r = merge(local.r0, var.format == "decisions" ? {
+  r = merge(local.r0, var.format != "script" ? {
     for k in ["rl_steps", "rl_prompts", "rl_group", "rl_max_new", "rl_lr"] : k => local.r0["${k}_d"]
   } : {})
-  gate = var.format == "decisions" && var.scale != "paper" ? "static" : "numeric"
+  gate = var.format != "script" && var.scale != "paper" ? "static" : "numeric"
 
   # The reward shapes: one rl instance each.
   rewards = {
@@ -266,7 +268,7 @@ locals {
     bench_max_new_d = { smoke = 48, small = 48, paper = 64 }
   }
   b0 = { for k, v in local.bench_sizes : k => v[var.scale] }
-  b = merge(local.b0, var.format == "decisions" ? { bench_max_new = local.b0.bench_max_new_d } : {})
+  b = merge(local.b0, var.format != "script" ? { bench_max_new = local.b0.bench_max_new_d } : {})
 }
 
 # One bench per reward shape: sft's and that shape's rl checkpoint.

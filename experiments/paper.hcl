@@ -65,14 +65,16 @@ variable "bench_max_new" {
 # The examples' format (docs/encoding.md): "script" (prompt = kernel text, target = the script's
 # tokens) or "decisions" (prompt = the spec's numbers and the blocks' iteration domains, target =
 # the script's decision stream, which the grammar expands losslessly into the script: about 8x
-# fewer tokens an example). The sizes table's *_d rows are the decisions format's.
+# fewer tokens an example) or "decisions_inner" (decisions with each tile's first factor written
+# as the extent left inside it, alike across shapes; docs/encoding.md). The sizes table's *_d
+# rows are the decisions formats'.
 variable "format" {
   type        = string
   default     = "decisions"
-  description = "the examples' format: script (kernel text and script tokens) or decisions (spec numbers and decision streams)"
+  description = "the examples' format: script (kernel text and script tokens), decisions (spec numbers and decision streams) or decisions_inner (decision streams with the tiles' inner extents)"
   validation {
-    condition     = contains(["script", "decisions"], var.format)
-    error_message = "format must be script or decisions."
+    condition     = contains(["script", "decisions", "decisions_inner"], var.format)
+    error_message = "format must be script, decisions or decisions_inner."
   }
 }
 
@@ -196,7 +198,7 @@ locals {
   }
   s0 = { for k, v in local.sizes : k => v[var.scale] }
   # s is the scale's sizes with the format's rows in place.
-  s = merge(local.s0, var.format == "decisions" ? {
+  s = merge(local.s0, var.format != "script" ? {
     for k in ["context", "steps", "batch", "lr", "warmup", "max_new", "rl_max_new", "bench_max_new", "rl_steps", "rl_prompts", "rl_group", "rl_gate", "rl_lr", "rft_prompts", "rft_steps"] : k => local.s0["${k}_d"]
   } : {})
 

@@ -13,6 +13,39 @@ import (
 // stream) of the grammar.
 var ErrNotInGrammar = errors.New("not in the grammar")
 
+// Layout is how a decision stream writes a perfect tile's first factor
+// (the loop's outermost, the number of outer iterations: for
+// MultiLevelTiling's tiles, the blocks or the outer reduction steps).
+type Layout uint8
+
+const (
+	// Outer writes the first factor itself, as the script does (the
+	// decisions format of encode version 3).
+	Outer Layout = iota
+	// Inner writes, in the first factor's place, the extent left inside
+	// it: the loop's extent divided by the first factor, the product of
+	// the tile's other factors (the iterations one block, or one outer
+	// reduction step, covers). The script's first factor is that
+	// division. Where the outer number grows with the workload's shape,
+	// the inner extent is what a good tiling keeps: the stream's values
+	// are then alike across shapes. A tile whose inner extents cannot be
+	// told apart token by token (one's tokens the start of another's:
+	// "128" and "1280" of 3840) is written Outer, as is a tile of a
+	// symbolic extent.
+	Inner
+)
+
+// String names the layout in errors and logs.
+func (l Layout) String() string {
+	switch l {
+	case Outer:
+		return "outer"
+	case Inner:
+		return "inner"
+	}
+	return fmt.Sprintf("Layout(%d)", uint8(l))
+}
+
 // Compact returns script's decision stream: the tokens of script at the
 // positions where the grammar without options allows more than one token,
 // or that write a decision's value (forced or not; a perfect tile's last
@@ -23,6 +56,14 @@ var ErrNotInGrammar = errors.New("not in the grammar")
 // ErrNotInGrammar. Thread limits play no part: a grammar built
 // WithThreadLimits gives the same streams as one without.
 func (g *Grammar) Compact(script []int) ([]int, error) {
+	return g.CompactIn(Outer, script)
+}
+
+// CompactIn is Compact with the tiles' first factors written in layout l.
+func (g *Grammar) CompactIn(l Layout, script []int) ([]int, error) {
+	if l == Inner {
+		return g.compactInner(script)
+	}
 	st := g.plain.Start()
 	var stream []int
 	for i, tok := range script {
@@ -57,7 +98,12 @@ func (g *Grammar) Compact(script []int) ([]int, error) {
 // wrapping ErrNotInGrammar that says at which decision (index in the
 // stream) and what was allowed. Expand accepts exactly Compact's results.
 func (g *Grammar) Expand(stream []int) ([]int, error) {
-	d := g.plain.StartDecisions()
+	return g.ExpandIn(Outer, stream)
+}
+
+// ExpandIn is Expand of a stream in layout l: CompactIn's inverse.
+func (g *Grammar) ExpandIn(l Layout, stream []int) ([]int, error) {
+	d := g.plain.StartDecisionsIn(l)
 	for _, tok := range stream {
 		if err := d.feed(tok); err != nil {
 			return nil, err
@@ -80,14 +126,27 @@ func (g *Grammar) Expand(stream []int) ([]int, error) {
 // grammar's options, the forced tokens between the decisions included.
 type DecisionState struct {
 	st     *State
+	layout Layout
 	stream []int // the stream's tokens fed
 	end    bool  // the stream's <eos> fed
+	// Inner: the tokens of the inner extent being written (a tile's
+	// first factor is fed to st once they are a whole value).
+	buf []int
+	// Inner: whether a tile's inner extents are told apart token by
+	// token, by the tile's extent, number of factors and innermost bound.
+	distinct map[[3]int64]bool
 }
 
 // StartDecisions returns a state that follows a decision stream for
 // constrained decoding.
 func (g *Grammar) StartDecisions() *DecisionState {
-	return &DecisionState{st: g.Start()}
+	return g.StartDecisionsIn(Outer)
+}
+
+// StartDecisionsIn returns a state that follows a decision stream in
+// layout l.
+func (g *Grammar) StartDecisionsIn(l Layout) *DecisionState {
+	return &DecisionState{st: g.Start(), layout: l}
 }
 
 // Next feeds the tokens of prefix not fed yet (prefix extends the previous
@@ -115,7 +174,12 @@ func (d *DecisionState) Next(prefix []int) ([]int, error) {
 	if d.st.Done() {
 		return append(d.st.out[:0], d.st.g.eos), nil
 	}
-	a := d.st.Allowed()
+	var a []int
+	if dec := d.innerTile(); dec != nil {
+		a = d.innerAllowed(dec)
+	} else {
+		a = d.st.Allowed()
+	}
 	if len(a) == 0 {
 		return nil, fmt.Errorf("grammar: decision %d: no token is allowed (a dead end after %d script tokens)", len(d.stream), len(d.st.fed))
 	}
@@ -163,6 +227,9 @@ func (d *DecisionState) feed(tok int) error {
 		d.stream = append(d.stream, tok)
 		d.end = true
 		return nil
+	}
+	if dec := d.innerTile(); dec != nil {
+		return d.feedInner(dec, tok)
 	}
 	a := d.st.Allowed()
 	if !slices.Contains(a, tok) {

@@ -472,12 +472,12 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	})
 	format := string(sft.FormatScript)
 	decodeAttr("format", &format, func() string {
-		if format != string(sft.FormatScript) && format != string(sft.FormatDecisions) {
-			return fmt.Sprintf("format is %q; want %q or %q (the prompt format of the outside tasks: encode's format).", format, sft.FormatScript, sft.FormatDecisions)
+		if f, err := sft.ParseFormat(format); err != nil || f != sft.Format(format) {
+			return fmt.Sprintf("format is %q; want %q, %q or %q (the prompt format of the outside tasks: encode's format).", format, sft.FormatScript, sft.FormatDecisions, sft.FormatDecisionsInner)
 		}
 		return ""
 	})
-	if format == string(sft.FormatDecisions) {
+	if sft.Format(format).Streams() {
 		sp.Format = format
 	}
 	decodeAttr("outside", &sp.Outside, func() string {

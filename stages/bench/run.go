@@ -341,7 +341,7 @@ func (r *run) judgeSample(ctx context.Context, t *Task, mode string, toks []int)
 		return nil, err
 	}
 	var lg *sft.LazyGrammar
-	if r.format == sft.FormatDecisions {
+	if r.format.Streams() {
 		_, gpuLimits := decodingFlags(mode)
 		lg = r.grammar(t, gpuLimits)
 	}

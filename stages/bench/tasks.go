@@ -149,7 +149,7 @@ func BuildPrompts(tasks []*Task, voc *vocab.Vocab, format sft.Format) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.Name(), err)
 		}
-		if format == sft.FormatDecisions {
+		if format.Streams() {
 			t.Prompt, err = encode.DecisionsConstructionPrompt(voc, t.Spec, f)
 		} else {
 			t.Prompt, err = encode.ConstructionPrompt(voc, f)

@@ -9,8 +9,8 @@
 //	  refinement        = stage.harvest.out.refinement
 //	  test_construction = stage.harvest.out.test_construction
 //	  test_refinement   = stage.harvest.out.test_refinement
-//	  format            = "decisions"   # optional: "script" (the default) or "decisions"
-//	  seed              = 1             # optional, decisions only: the grammar's seed (as the samplers')
+//	  format            = "decisions"   # optional: "script" (the default), "decisions" or "decisions_inner"
+//	  seed              = 1             # optional, decisions formats only: the grammar's seed (as the samplers')
 //	}
 //
 // In "script" format a prompt holds the kernel text and a target is the
@@ -20,7 +20,9 @@
 // the workload's grammar (kernels/grammar, built with seed) does not
 // force, which Expand turns back into the script; every line carries
 // "format": "decisions", and the stage checks that each stream expands to
-// its script. format and seed enter the key only in "decisions" format,
+// its script. "decisions_inner" is "decisions" with each tile's first
+// factor written as the extent left inside it (kernels/grammar's Layout
+// Inner). format and seed enter the key only in the decisions formats,
 // so a "script" stage keeps its key and outputs.
 //
 // Outputs: train (train.jsonl: prompt and target ids of every training
@@ -90,7 +92,23 @@ const (
 	// iteration domains, the target is the script's decision stream
 	// (kernels/grammar's Compact).
 	FormatDecisions = "decisions"
+	// FormatDecisionsInner is FormatDecisions with each tile's first
+	// factor written as the extent left inside it (kernels/grammar's
+	// Layout Inner): the values a good tiling keeps across shapes.
+	FormatDecisionsInner = "decisions_inner"
 )
+
+// streamFormat reports whether examples in format f target decision
+// streams, and in which layout.
+func streamFormat(f string) (grammar.Layout, bool) {
+	switch f {
+	case FormatDecisions:
+		return grammar.Outer, true
+	case FormatDecisionsInner:
+		return grammar.Inner, true
+	}
+	return 0, false
+}
 
 // Task names, as written in the outputs.
 const (
@@ -158,9 +176,9 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 	if a, ok := content.Attributes["format"]; ok {
 		d := gohcl.DecodeExpression(a.Expr, dc.Eval, &s.format)
 		diags = append(diags, d...)
-		if !d.HasErrors() && s.format != FormatScript && s.format != FormatDecisions {
+		if _, stream := streamFormat(s.format); !d.HasErrors() && s.format != FormatScript && !stream {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid format",
-				Detail:  fmt.Sprintf("format is %q; want %q (prompts of kernel text, targets of script tokens) or %q (prompts of the spec's numbers, targets of the script's decisions; docs/encoding.md).", s.format, FormatScript, FormatDecisions),
+				Detail:  fmt.Sprintf("format is %q; want %q (prompts of kernel text, targets of script tokens), %q (prompts of the spec's numbers, targets of the script's decisions) or %q (decisions with each tile's first factor written as the extent inside it; docs/encoding.md).", s.format, FormatScript, FormatDecisions, FormatDecisionsInner),
 				Subject: a.Expr.Range().Ptr()})
 		}
 	}
@@ -213,7 +231,7 @@ func (Kind) Decode(body hcl.Body, dc *stages.DecodeContext) (stages.Stage, hcl.D
 		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid vocabulary", Detail: err.Error(), Subject: dc.DeclRange.Ptr()})
 	}
 	s.params = append(s.params, prm)
-	if s.format == FormatDecisions {
+	if _, stream := streamFormat(s.format); stream {
 		for _, p := range []struct {
 			name string
 			v    any
@@ -297,7 +315,8 @@ type Options struct {
 	Progress progress.Reporter
 	// Log receives a summary.
 	Log io.Writer
-	// Format is FormatScript (or empty) or FormatDecisions.
+	// Format is FormatScript (or empty), FormatDecisions or
+	// FormatDecisionsInner.
 	Format string
 	// Seed seeds the grammar of each workload in FormatDecisions
 	// (grammar.New); it must be the seed the samplers build their
@@ -348,9 +367,9 @@ func Encode(ctx context.Context, o Options) error {
 	switch o.Format {
 	case "":
 		o.Format = FormatScript
-	case FormatScript, FormatDecisions:
+	case FormatScript, FormatDecisions, FormatDecisionsInner:
 	default:
-		return fmt.Errorf("encode: format %q: want %q or %q", o.Format, FormatScript, FormatDecisions)
+		return fmt.Errorf("encode: format %q: want %q, %q or %q", o.Format, FormatScript, FormatDecisions, FormatDecisionsInner)
 	}
 	if o.Vocab == nil {
 		v, err := vocab.Default()
@@ -549,8 +568,9 @@ func (e *encoder) flush(ctx context.Context) error {
 	// In decisions format each workload's grammar is built once per chunk
 	// (a workload's examples are next to each other in its file) and
 	// shared by its examples.
-	grammars := &grammarCache{voc: e.o.Vocab, seed: e.o.Seed, m: map[string]*lazyGrammar{}}
-	if e.o.Format != FormatDecisions {
+	layout, stream := streamFormat(e.o.Format)
+	grammars := &grammarCache{voc: e.o.Vocab, seed: e.o.Seed, format: e.o.Format, layout: layout, m: map[string]*lazyGrammar{}}
+	if !stream {
 		grammars = nil
 	}
 	var wg sync.WaitGroup
@@ -659,9 +679,11 @@ type HeldoutSource struct {
 
 // grammarCache holds the grammars of the workloads of a chunk.
 type grammarCache struct {
-	voc  *vocab.Vocab
-	seed int64
-	mu   sync.Mutex
+	voc    *vocab.Vocab
+	seed   int64
+	format string         // the examples' format
+	layout grammar.Layout // its streams' layout
+	mu     sync.Mutex
 	m    map[string]*lazyGrammar // by workload hash
 }
 
@@ -892,11 +914,11 @@ func encodeDecisions(ctx context.Context, voc *vocab.Vocab, grammars *grammarCac
 			return nil, err
 		}
 		ids = append(ids, eos)
-		st, err := g.Compact(ids)
+		st, err := g.CompactIn(grammars.layout, ids)
 		if err != nil {
 			return nil, fmt.Errorf("the %s script has no decision stream: %w", what, err)
 		}
-		back, err := g.Expand(st)
+		back, err := g.ExpandIn(grammars.layout, st)
 		if err != nil {
 			return nil, fmt.Errorf("the %s script's decision stream does not expand: %w", what, err)
 		}
@@ -948,7 +970,7 @@ func encodeDecisions(ctx context.Context, voc *vocab.Vocab, grammars *grammarCac
 	}
 	if j.test {
 		line := HeldoutLine{Task: j.task, Index: j.index, Hash: w.Hash, Family: w.Family, Prompt: promptIDs,
-			ReferenceLatencyS: j.refLatency, LatencySource: j.latencySource, Format: FormatDecisions}
+			ReferenceLatencyS: j.refLatency, LatencySource: j.latencySource, Format: grammars.format}
 		if line.Workload, err = w.Spec.MarshalJSON(); err != nil {
 			return r, err
 		}
@@ -963,7 +985,7 @@ func encodeDecisions(ctx context.Context, voc *vocab.Vocab, grammars *grammarCac
 	if err != nil {
 		return r, err
 	}
-	if r.train, err = marshalLine(TrainLine{Task: j.task, Hash: w.Hash, Family: w.Family, Prompt: promptIDs, Target: p.Target, Format: FormatDecisions}); err != nil {
+	if r.train, err = marshalLine(TrainLine{Task: j.task, Hash: w.Hash, Family: w.Family, Prompt: promptIDs, Target: p.Target, Format: grammars.format}); err != nil {
 		return r, err
 	}
 	if r.text, err = marshalLine(TextLine{Task: j.task, Hash: w.Hash, Prompt: promptText, Target: targetText}); err != nil {
@@ -1098,7 +1120,7 @@ type reportBuilder struct {
 
 func newReport(format string) *reportBuilder {
 	b := &reportBuilder{}
-	if format == FormatDecisions {
+	if _, stream := streamFormat(format); stream {
 		b.r.Format = format
 	}
 	b.r.Examples = map[string]int{TaskConstruction: 0, TaskRefinement: 0}

@@ -203,7 +203,7 @@ func NewRewarder(ctx context.Context, spec RewardSpec, tasks []Task, opts Reward
 			byWorkload[key] = js
 		}
 		tj := &taskJudge{task: t, judge: js.sample, baseJudge: js.base}
-		if t.Format == sft.FormatDecisions {
+		if t.Format.Streams() {
 			if opts.Grammar == nil {
 				return nil, fmt.Errorf("rl: task %s is in decisions format, and the rewarder has no grammar to expand its samples with", t.ID)
 			}

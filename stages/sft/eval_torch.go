@@ -159,7 +159,7 @@ func evaluate(ctx context.Context, m *dragon.Model, voc *vocab.Vocab, held []Hel
 				return nil, nil, 0, 0, err
 			}
 			var lg *LazyGrammar
-			if format == FormatDecisions {
+			if format.Streams() {
 				if lg, err = grammarOf(tasks[i]); err != nil {
 					return nil, nil, 0, 0, err
 				}

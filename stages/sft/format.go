@@ -34,6 +34,10 @@ const (
 	// <eos> (kernels/grammar's Compact); the grammar expands it back into
 	// the script.
 	FormatDecisions Format = "decisions"
+	// FormatDecisionsInner is FormatDecisions with each tile's first
+	// factor written as the extent left inside it (kernels/grammar's
+	// Layout Inner).
+	FormatDecisionsInner Format = "decisions_inner"
 )
 
 // ParseFormat reads a line's "format" field: "" (absent) is FormatScript.
@@ -41,10 +45,22 @@ func ParseFormat(s string) (Format, error) {
 	switch Format(s) {
 	case "", FormatScript:
 		return FormatScript, nil
-	case FormatDecisions:
-		return FormatDecisions, nil
+	case FormatDecisions, FormatDecisionsInner:
+		return Format(s), nil
 	}
-	return "", fmt.Errorf("format is %q; want %q or %q", s, FormatScript, FormatDecisions)
+	return "", fmt.Errorf("format is %q; want %q, %q or %q", s, FormatScript, FormatDecisions, FormatDecisionsInner)
+}
+
+// Streams reports whether f's targets are decision streams (a grammar
+// expands them into the script).
+func (f Format) Streams() bool { return f == FormatDecisions || f == FormatDecisionsInner }
+
+// Layout is the layout of f's decision streams.
+func (f Format) Layout() grammar.Layout {
+	if f == FormatDecisionsInner {
+		return grammar.Inner
+	}
+	return grammar.Outer
 }
 
 // oneFormat returns the format of n records (at(i) is record i's "format"
@@ -106,14 +122,14 @@ func SameFormat(train, heldout Format) error {
 }
 
 // Expand returns the script tokens that a policy's output toks stands for
-// in format f: toks itself in FormatScript; in FormatDecisions, the
-// expansion (kernels/grammar's Expand) of toks up to their first <eos>
-// with lg's grammar, ending with <eos>. lg is only used in
-// FormatDecisions; the error is why the stream does not expand (the
+// in format f: toks itself in FormatScript; in the decisions formats, the
+// expansion (kernels/grammar's ExpandIn, in f's layout) of toks up to
+// their first <eos> with lg's grammar, ending with <eos>. lg is only used
+// in the decisions formats; the error is why the stream does not expand (the
 // grammar could not be built, a token not allowed where it stands, a
 // stream that ends before the script does).
 func (f Format) Expand(lg *LazyGrammar, toks []int) ([]int, error) {
-	if f != FormatDecisions {
+	if !f.Streams() {
 		return toks, nil
 	}
 	if lg == nil {
@@ -123,7 +139,7 @@ func (f Format) Expand(lg *LazyGrammar, toks []int) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.Expand(streamOf(toks))
+	return g.ExpandIn(f.Layout(), streamOf(toks))
 }
 
 // streamOf returns toks up to and including their first <eos> (all of
@@ -142,7 +158,7 @@ func streamOf(toks []int) []int {
 // judge's first phase (decode: the tokens are not a script), with the
 // reason, not an error. The error is the judge's own (ctx done).
 func (f Format) Judge(ctx context.Context, j *judge.Judge, lg *LazyGrammar, toks []int) (*judge.Result, error) {
-	if f != FormatDecisions {
+	if !f.Streams() {
 		return j.Judge(ctx, toks)
 	}
 	script, err := f.Expand(lg, toks)
@@ -163,7 +179,7 @@ func (f Format) Judge(ctx context.Context, j *judge.Judge, lg *LazyGrammar, toks
 // each as the vocabulary writes it, separated by spaces ("" in
 // FormatScript, whose samples show their script only).
 func (f Format) StreamText(voc *vocab.Vocab, toks []int) string {
-	if f != FormatDecisions {
+	if !f.Streams() {
 		return ""
 	}
 	s := streamOf(toks)
@@ -182,11 +198,11 @@ func (f Format) StreamText(voc *vocab.Vocab, toks []int) string {
 }
 
 // Constraint returns the row constraint a policy writing format f samples
-// under: GrammarConstraint in FormatScript, DecisionConstraint in
-// FormatDecisions.
+// under: GrammarConstraint in FormatScript, DecisionConstraint in the
+// decisions formats (in f's layout).
 func (f Format) Constraint(lg *LazyGrammar) dragon.RowConstraint {
-	if f == FormatDecisions {
-		return DecisionConstraint(lg)
+	if f.Streams() {
+		return DecisionConstraint(lg, f.Layout())
 	}
 	return GrammarConstraint(lg)
 }
@@ -199,11 +215,11 @@ func GrammarConstraint(lg *LazyGrammar) dragon.RowConstraint {
 }
 
 // DecisionConstraint returns a row constraint following the decision
-// streams of lg's workload (grammar.DecisionState: at each step, the
-// tokens allowed at the next decision, with lg's options; <eos> once the
-// script is complete), one state per row as GrammarConstraint.
-func DecisionConstraint(lg *LazyGrammar) dragon.RowConstraint {
-	return rowConstraint(lg, func(g *grammar.Grammar) func([]int) ([]int, error) { return g.StartDecisions().Next })
+// streams, in layout l, of lg's workload (grammar.DecisionState: at each
+// step, the tokens allowed at the next decision, with lg's options; <eos>
+// once the script is complete), one state per row as GrammarConstraint.
+func DecisionConstraint(lg *LazyGrammar, l grammar.Layout) dragon.RowConstraint {
+	return rowConstraint(lg, func(g *grammar.Grammar) func([]int) ([]int, error) { return g.StartDecisionsIn(l).Next })
 }
 
 // rowConstraint is a row constraint with one state per row: start starts

@@ -195,7 +195,7 @@ func (s *SampleRecord) judge(ctx context.Context, j *judge.Judge, f Format, lg *
 		s.SampleError = smp.Err.Error()
 	}
 	s.compare(h)
-	if f == FormatDecisions {
+	if f.Streams() {
 		s.Script, s.Stream = r.Script, f.StreamText(voc, smp.Tokens)
 		return nil
 	}

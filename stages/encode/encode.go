@@ -684,7 +684,7 @@ type grammarCache struct {
 	format string         // the examples' format
 	layout grammar.Layout // its streams' layout
 	mu     sync.Mutex
-	m    map[string]*lazyGrammar // by workload hash
+	m      map[string]*lazyGrammar // by workload hash
 }
 
 type lazyGrammar struct {

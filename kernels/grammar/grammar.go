@@ -81,6 +81,15 @@
 //
 //	1 1 1 1 8 16 1 1 2 64 1 1 8 1 0 2 4 <eos>
 //
+// In layout Inner (CompactIn, ExpandIn, StartDecisionsIn; Compact,
+// Expand and StartDecisions are layout Outer) a tile's first factor is
+// written as the extent left inside it, the loop's extent divided by it,
+// which a good tiling keeps alike across shapes where the first factor
+// grows with them; the DecisionState makes the division when the value
+// is whole. The line above is then 16 16 1 1 in the stream. A tile whose
+// inner extents' tokens do not tell them apart (one's tokens start
+// another's) is written Outer.
+//
 // StartDecisions returns a DecisionState that follows a stream for
 // constrained decoding: Next(prefix) feeds the stream's new tokens, with
 // the forced ones before each, and returns the tokens allowed at the next

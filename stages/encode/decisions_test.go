@@ -224,3 +224,119 @@ func TestFormatKey(t *testing.T) {
 		t.Error("the seed does not enter the decisions format's parameters")
 	}
 }
+
+// TestDecisionsInnerFormat encodes testdata/dataset in decisions_inner
+// format: every line carries the format, every target expands in the
+// Inner layout (grammar.ExpandIn) to the decisions format's expansion of
+// the same example, a refinement prompt's source is an Inner stream, and
+// the key differs from the decisions format's (format enters it).
+func TestDecisionsInnerFormat(t *testing.T) {
+	path, src := decisionsExp(t, "  format = \"decisions_inner\"\n")
+	in := runExperiment(t, path, src)
+	if in.status != stages.StatusRan {
+		t.Fatalf("stage %s: %v", in.status, in.err)
+	}
+	path, src = decisionsExp(t, "  format = \"decisions\"\n")
+	dec := runExperiment(t, path, src)
+	if dec.status != stages.StatusRan {
+		t.Fatalf("stage %s: %v", dec.status, dec.err)
+	}
+	voc, err := vocab.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// The workload of a training line: the dataset's line of the same
+	// position (construction, then refinement).
+	var specs []*workload.Spec
+	for _, f := range []string{"construction.jsonl", "refinement.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "dataset", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lines(b) {
+			var w struct {
+				Workload json.RawMessage `json:"workload"`
+			}
+			if err := json.Unmarshal(l, &w); err != nil {
+				t.Fatal(err)
+			}
+			sp, err := workload.Parse(w.Workload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			specs = append(specs, sp)
+		}
+	}
+	grammars := map[string]*grammar.Grammar{}
+	grammarOf := func(sp *workload.Spec) *grammar.Grammar {
+		if g := grammars[sp.Hash()]; g != nil {
+			return g
+		}
+		f, err := sp.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := grammar.New(ctx, f, voc, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grammars[sp.Hash()] = g
+		return g
+	}
+	il, dl := lines(in.out["train"]), lines(dec.out["train"])
+	if len(il) != len(dl) || len(il) != len(specs) {
+		t.Fatalf("%d decisions_inner lines, %d decisions lines, %d examples", len(il), len(dl), len(specs))
+	}
+	differ := 0
+	for i := range il {
+		var a, b sencode.TrainLine
+		if err := json.Unmarshal(il[i], &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(dl[i], &b); err != nil {
+			t.Fatal(err)
+		}
+		if a.Format != sencode.FormatDecisionsInner || a.Hash != b.Hash {
+			t.Fatalf("line %d: format %q", i+1, a.Format)
+		}
+		g := grammarOf(specs[i])
+		x, err := g.ExpandIn(grammar.Inner, a.Target)
+		if err != nil {
+			t.Fatalf("line %d: the Inner stream does not expand: %v", i+1, err)
+		}
+		y, err := g.Expand(b.Target)
+		if err != nil || !slices.Equal(x, y) {
+			t.Fatalf("line %d: the two formats' streams expand to different scripts (%v)", i+1, err)
+		}
+		if !slices.Equal(a.Target, b.Target) {
+			differ++
+		}
+		p, err := encode.ParseDecisionsPrompt(voc, a.Prompt)
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		if p.Source != nil {
+			eos, _ := voc.ID(vocab.EOS)
+			if _, err := g.ExpandIn(grammar.Inner, append(slices.Clone(p.Source), eos)); err != nil {
+				t.Fatalf("line %d: the source is not an Inner stream: %v", i+1, err)
+			}
+		}
+	}
+	if differ == 0 {
+		t.Error("no target differs between the layouts: the first factors are not written as inner extents")
+	}
+	for i, l := range lines(in.out["heldout"]) {
+		var h sencode.HeldoutLine
+		if err := json.Unmarshal(l, &h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Format != sencode.FormatDecisionsInner {
+			t.Fatalf("held-out line %d: format %q", i+1, h.Format)
+		}
+	}
+	var rep sencode.Report
+	if err := json.Unmarshal(in.out["report"], &rep); err != nil || rep.Format != sencode.FormatDecisionsInner {
+		t.Errorf("report: format %q (%v)", rep.Format, err)
+	}
+}

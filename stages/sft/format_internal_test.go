@@ -25,6 +25,7 @@ type formatCase struct {
 	lg     *LazyGrammar
 	script []int
 	stream []int
+	inner  []int // the stream in the Inner layout (FormatDecisionsInner)
 }
 
 // formatCases reads the first training line of each of families from
@@ -67,7 +68,11 @@ func formatCases(t *testing.T, voc *vocab.Vocab, families ...string) []formatCas
 		if len(stream) >= len(r.Target) {
 			t.Fatalf("%s: a stream of %d tokens for a script of %d", fam, len(stream), len(r.Target))
 		}
-		out = append(out, formatCase{name: fam, spec: spec, lg: lg, script: r.Target, stream: stream})
+		inner, err := g.CompactIn(grammar.Inner, r.Target)
+		if err != nil {
+			t.Fatalf("%s: %v", fam, err)
+		}
+		out = append(out, formatCase{name: fam, spec: spec, lg: lg, script: r.Target, stream: stream, inner: inner})
 	}
 	return out
 }
@@ -103,11 +108,13 @@ func TestFormatSameScript(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			follow(t, FormatScript.Constraint(c.lg), voc.VocabSize(), c.script)
 			follow(t, FormatDecisions.Constraint(c.lg), voc.VocabSize(), c.stream)
+			follow(t, FormatDecisionsInner.Constraint(c.lg), voc.VocabSize(), c.inner)
 
 			for _, tc := range []struct {
 				f    Format
 				toks []int
-			}{{FormatScript, c.script}, {FormatDecisions, c.stream}, {FormatDecisions, append(slices.Clone(c.stream), 5, 6)}} {
+			}{{FormatScript, c.script}, {FormatDecisions, c.stream}, {FormatDecisions, append(slices.Clone(c.stream), 5, 6)},
+				{FormatDecisionsInner, c.inner}, {FormatDecisionsInner, append(slices.Clone(c.inner), 5, 6)}} {
 				got, err := tc.f.Expand(c.lg, tc.toks)
 				if err != nil {
 					t.Fatalf("%s: %v", tc.f, err)
@@ -132,6 +139,13 @@ func TestFormatSameScript(t *testing.T) {
 			byStream, err := FormatDecisions.Judge(ctx, j, c.lg, c.stream)
 			if err != nil {
 				t.Fatal(err)
+			}
+			byInner, err := FormatDecisionsInner.Judge(ctx, j, c.lg, c.inner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x, y := *byInner, *byStream; x.Tokens != len(c.inner) || func() bool { x.Tokens, y.Tokens = 0, 0; return string(x.JSON()) != string(y.JSON()) }() {
+				t.Errorf("the Inner stream is judged otherwise than the Outer one:\ninner  %s\nouter  %s", byInner.JSON(), byStream.JSON())
 			}
 			if !byScript.OK {
 				t.Fatalf("the testdata script fails at %s: %s", byScript.Phase, byScript.Error)
@@ -254,6 +268,8 @@ func TestFormats(t *testing.T) {
 		{"absent", []string{"", ""}, FormatScript, ""},
 		{"script", []string{"script", ""}, FormatScript, ""},
 		{"decisions", []string{"decisions", "decisions"}, FormatDecisions, ""},
+		{"decisions_inner", []string{"decisions_inner", "decisions_inner"}, FormatDecisionsInner, ""},
+		{"mixed layouts", []string{"decisions", "decisions_inner"}, "", `record 2 is in format "decisions_inner", heldout.jsonl record 1 in "decisions"`},
 		{"mixed", []string{"decisions", "decisions", ""}, "", `record 3 is in format "script", heldout.jsonl record 1 in "decisions"`},
 		{"mixed script first", []string{"", "decisions"}, "", `record 2 is in format "decisions"`},
 		{"unknown", []string{"decisions", "tokens"}, "", `record 2: format is "tokens"`},

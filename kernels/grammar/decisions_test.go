@@ -255,18 +255,25 @@ func TestDecisionWalk(t *testing.T) {
 							t.Fatalf("walk %d: the grammar refuses the expansion: %v", w, err)
 						}
 					}
-					if !st.Done() {
-						t.Fatalf("walk %d: the expansion is not complete", w)
-					}
-					if wg == lim {
-						// Within the thread limits, as the option promises.
-						if err := verdictOf(ctx, st, threadPostprocs()); errors.Is(err, errThreads) {
-							t.Fatalf("walk %d under limits: %v", w, err)
-						}
-					}
+					checkComplete(ctx, t, st, wg == lim, w)
 				}
 			}
 		})
+	}
+}
+
+// checkComplete fails the test unless st, fed walk w's expansion, is a
+// complete script, within the thread limits where limits (as
+// WithThreadLimits promises).
+func checkComplete(ctx context.Context, t *testing.T, st *State, limits bool, w int) {
+	t.Helper()
+	if !st.Done() {
+		t.Fatalf("walk %d: the expansion is not complete", w)
+	}
+	if limits {
+		if err := verdictOf(ctx, st, threadPostprocs()); errors.Is(err, errThreads) {
+			t.Fatalf("walk %d under limits: %v", w, err)
+		}
 	}
 }
 
@@ -431,8 +438,12 @@ func golden(t *testing.T, path, got string) {
 // token ids (two bytes each, little-endian, shifted so that a few are
 // negative or beyond the vocabulary); a leading odd byte picks the grammar
 // with thread limits.
-func FuzzExpand(f *testing.F) {
-	fn, v, g := setup(f, "C2D", 0)
+func FuzzExpand(f *testing.F) { fuzzExpandIn(f, "C2D", Outer) }
+
+// fuzzExpandIn is FuzzExpand for the streams of layout l of a family's
+// first benchmark shape.
+func fuzzExpandIn(f *testing.F, family string, l Layout) {
+	fn, v, g := setup(f, family, 0)
 	lim := limited(f, fn, v)
 	toBytes := func(limits bool, stream []int) []byte {
 		b := []byte{0}
@@ -446,7 +457,7 @@ func FuzzExpand(f *testing.F) {
 	}
 	for seed := uint64(0); seed < 4; seed++ {
 		for _, wg := range []*Grammar{g, lim} {
-			stream, err := g.Compact(walk(f, wg, rand.New(rand.NewPCG(seed, 9))))
+			stream, err := g.CompactIn(l, walk(f, wg, rand.New(rand.NewPCG(seed, 9))))
 			if err != nil {
 				f.Fatal(err)
 			}
@@ -466,16 +477,16 @@ func FuzzExpand(f *testing.F) {
 		for b := data[1:]; len(b) >= 2; b = b[2:] {
 			stream = append(stream, int(binary.LittleEndian.Uint16(b))-2)
 		}
-		script, err := eg.Expand(stream)
+		script, err := eg.ExpandIn(l, stream)
 		if err != nil {
 			if !errors.Is(err, ErrNotInGrammar) {
 				t.Fatalf("an error that does not wrap ErrNotInGrammar: %v", err)
 			}
 			return
 		}
-		back, err := eg.Compact(script)
+		back, err := eg.CompactIn(l, script)
 		if err != nil || !slices.Equal(back, stream) {
-			t.Fatalf("Compact(Expand(%v)) = %v, %v", stream, back, err)
+			t.Fatalf("CompactIn(ExpandIn(%v)) = %v, %v", stream, back, err)
 		}
 	})
 }

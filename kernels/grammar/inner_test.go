@@ -2,7 +2,6 @@ package grammar
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -143,14 +142,7 @@ func TestInnerWalk(t *testing.T) {
 							t.Fatalf("walk %d: the grammar refuses the expansion: %v", w, err)
 						}
 					}
-					if !st.Done() {
-						t.Fatalf("walk %d: the expansion is not complete", w)
-					}
-					if wg == lim {
-						if err := verdictOf(ctx, st, threadPostprocs()); errors.Is(err, errThreads) {
-							t.Fatalf("walk %d under limits: %v", w, err)
-						}
-					}
+					checkComplete(ctx, t, st, wg == lim, w)
 				}
 			}
 		})
@@ -247,51 +239,4 @@ func TestInnerErrors(t *testing.T) {
 // FuzzExpandInner: ExpandIn(Inner) never panics; what it accepts is a
 // stream CompactIn gives back, and every error wraps ErrNotInGrammar
 // (the input as FuzzExpand's).
-func FuzzExpandInner(f *testing.F) {
-	fn, v, g := setup(f, "T2D", 0)
-	lim := limited(f, fn, v)
-	toBytes := func(limits bool, stream []int) []byte {
-		b := []byte{0}
-		if limits {
-			b[0] = 1
-		}
-		for _, id := range stream {
-			b = binary.LittleEndian.AppendUint16(b, uint16(id+2))
-		}
-		return b
-	}
-	for seed := uint64(0); seed < 4; seed++ {
-		for _, wg := range []*Grammar{g, lim} {
-			stream, err := g.CompactIn(Inner, walk(f, wg, rand.New(rand.NewPCG(seed, 9))))
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(toBytes(wg == lim, stream))
-			f.Add(toBytes(wg != lim, stream[:len(stream)/2]))
-		}
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) == 0 {
-			return
-		}
-		eg := g
-		if data[0]%2 == 1 {
-			eg = lim
-		}
-		var stream []int
-		for b := data[1:]; len(b) >= 2; b = b[2:] {
-			stream = append(stream, int(binary.LittleEndian.Uint16(b))-2)
-		}
-		script, err := eg.ExpandIn(Inner, stream)
-		if err != nil {
-			if !errors.Is(err, ErrNotInGrammar) {
-				t.Fatalf("an error that does not wrap ErrNotInGrammar: %v", err)
-			}
-			return
-		}
-		back, err := eg.CompactIn(Inner, script)
-		if err != nil || !slices.Equal(back, stream) {
-			t.Fatalf("CompactIn(ExpandIn(%v)) = %v, %v", stream, back, err)
-		}
-	})
-}
+func FuzzExpandInner(f *testing.F) { fuzzExpandIn(f, "T2D", Inner) }

@@ -29,6 +29,58 @@ func decisionsExp(t *testing.T, extra string) (string, []byte) {
 	return path, []byte(string(src[:i]) + extra + "}\n")
 }
 
+// grammarsOf returns a function giving a workload's grammar (seed 1, as
+// the samplers'), built on first use.
+func grammarsOf(t *testing.T, voc *vocab.Vocab) func(*workload.Spec) *grammar.Grammar {
+	grammars := map[string]*grammar.Grammar{}
+	return func(sp *workload.Spec) *grammar.Grammar {
+		if g := grammars[sp.Hash()]; g != nil {
+			return g
+		}
+		f, err := sp.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := grammar.New(context.Background(), f, voc, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grammars[sp.Hash()] = g
+		return g
+	}
+}
+
+// datasetWorkloads returns the workload of each example of
+// testdata/dataset (construction, then refinement): a training line's is
+// the one at its position.
+func datasetWorkloads(t *testing.T) [][]byte {
+	var specs [][]byte
+	for _, f := range []string{"construction.jsonl", "refinement.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "dataset", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lines(b) {
+			var w struct {
+				Workload json.RawMessage `json:"workload"`
+			}
+			if err := json.Unmarshal(l, &w); err != nil {
+				t.Fatal(err)
+			}
+			specs = append(specs, w.Workload)
+		}
+	}
+	return specs
+}
+
+func parseSpec(t *testing.T, js []byte) *workload.Spec {
+	sp, err := workload.Parse(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
 // TestDecisionsFormat encodes testdata/dataset in both formats: the
 // decisions lines carry the format, their prompts parse, and every
 // target's stream expands (grammar.Expand, seed 1 as the samplers') to
@@ -52,45 +104,8 @@ func TestDecisionsFormat(t *testing.T) {
 	if string(dec.out["vocab"]) != string(scr.out["vocab"]) {
 		t.Error("the decisions format's vocabulary is not the script format's")
 	}
-	ctx := context.Background()
-	grammars := map[string]*grammar.Grammar{}
-	grammarOf := func(js []byte) *grammar.Grammar {
-		s, err := workload.Parse(js)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if g := grammars[s.Hash()]; g != nil {
-			return g
-		}
-		f, err := s.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := grammar.New(ctx, f, voc, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		grammars[s.Hash()] = g
-		return g
-	}
-	// The workload of a training line: the dataset's line of the same
-	// position (construction, then refinement).
-	var specs [][]byte
-	for _, f := range []string{"construction.jsonl", "refinement.jsonl"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "dataset", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range lines(b) {
-			var w struct {
-				Workload json.RawMessage `json:"workload"`
-			}
-			if err := json.Unmarshal(l, &w); err != nil {
-				t.Fatal(err)
-			}
-			specs = append(specs, w.Workload)
-		}
-	}
+	grammarOf := grammarsOf(t, voc)
+	specs := datasetWorkloads(t)
 	dl, sl := lines(dec.out["train"]), lines(scr.out["train"])
 	if len(dl) != len(sl) || len(dl) != len(specs) {
 		t.Fatalf("%d decisions lines, %d script lines, %d examples", len(dl), len(sl), len(specs))
@@ -106,7 +121,7 @@ func TestDecisionsFormat(t *testing.T) {
 		if d.Format != sencode.FormatDecisions || s.Format != "" || d.Task != s.Task || d.Hash != s.Hash {
 			t.Fatalf("line %d: format %q/%q, task %s/%s", i+1, d.Format, s.Format, d.Task, s.Task)
 		}
-		g := grammarOf(specs[i])
+		g := grammarOf(parseSpec(t, specs[i]))
 		back, err := g.Expand(d.Target)
 		if err != nil {
 			t.Fatalf("line %d: the stream does not expand: %v", i+1, err)
@@ -142,7 +157,7 @@ func TestDecisionsFormat(t *testing.T) {
 				t.Fatal(err)
 			}
 			eos, _ := voc.ID(vocab.EOS)
-			back, err := grammarOf(h.Workload).Expand(append(slices.Clone(p.Source), eos))
+			back, err := grammarOf(parseSpec(t, h.Workload)).Expand(append(slices.Clone(p.Source), eos))
 			if err != nil || !slices.Equal(back, append(ids, eos)) {
 				t.Fatalf("held-out line %d: the source stream does not expand to the source script (%v)", i+1, err)
 			}
@@ -245,45 +260,8 @@ func TestDecisionsInnerFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	// The workload of a training line: the dataset's line of the same
-	// position (construction, then refinement).
-	var specs []*workload.Spec
-	for _, f := range []string{"construction.jsonl", "refinement.jsonl"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "dataset", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range lines(b) {
-			var w struct {
-				Workload json.RawMessage `json:"workload"`
-			}
-			if err := json.Unmarshal(l, &w); err != nil {
-				t.Fatal(err)
-			}
-			sp, err := workload.Parse(w.Workload)
-			if err != nil {
-				t.Fatal(err)
-			}
-			specs = append(specs, sp)
-		}
-	}
-	grammars := map[string]*grammar.Grammar{}
-	grammarOf := func(sp *workload.Spec) *grammar.Grammar {
-		if g := grammars[sp.Hash()]; g != nil {
-			return g
-		}
-		f, err := sp.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := grammar.New(ctx, f, voc, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		grammars[sp.Hash()] = g
-		return g
-	}
+	grammarOf := grammarsOf(t, voc)
+	specs := datasetWorkloads(t)
 	il, dl := lines(in.out["train"]), lines(dec.out["train"])
 	if len(il) != len(dl) || len(il) != len(specs) {
 		t.Fatalf("%d decisions_inner lines, %d decisions lines, %d examples", len(il), len(dl), len(specs))
@@ -300,7 +278,7 @@ func TestDecisionsInnerFormat(t *testing.T) {
 		if a.Format != sencode.FormatDecisionsInner || a.Hash != b.Hash {
 			t.Fatalf("line %d: format %q", i+1, a.Format)
 		}
-		g := grammarOf(specs[i])
+		g := grammarOf(parseSpec(t, specs[i]))
 		x, err := g.ExpandIn(grammar.Inner, a.Target)
 		if err != nil {
 			t.Fatalf("line %d: the Inner stream does not expand: %v", i+1, err)

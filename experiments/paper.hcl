@@ -65,12 +65,14 @@ variable "bench_max_new" {
 # The examples' format (docs/encoding.md): "script" (prompt = kernel text, target = the script's
 # tokens) or "decisions" (prompt = the spec's numbers and the blocks' iteration domains, target =
 # the script's decision stream, which the grammar expands losslessly into the script: about 8x
-# fewer tokens an example) or "decisions_inner" (decisions with each tile's first factor written
-# as the extent left inside it, alike across shapes; docs/encoding.md). The sizes table's *_d
-# rows are the decisions formats'.
+# fewer tokens an example) or "decisions_inner", the default (decisions with each tile's first
+# factor written as the extent left inside it, alike across shapes; docs/encoding.md: on all
+# 272 held-out tasks rl's correctness under the grammar rose from 74.0 / 68.5% to 87.3 / 87.1%,
+# on KernelBench's 8 covered shapes under grammar + gpu_limits from 25% to 100%; static
+# verdict). The sizes table's *_d rows are the decisions formats'.
 variable "format" {
   type        = string
-  default     = "decisions"
+  default     = "decisions_inner"
   description = "the examples' format: script (kernel text and script tokens), decisions (spec numbers and decision streams) or decisions_inner (decision streams with the tiles' inner extents)"
   validation {
     condition     = contains(["script", "decisions", "decisions_inner"], var.format)
@@ -162,7 +164,7 @@ locals {
     attempts        = { smoke = 2,         small = 2,         medium = 2,         paper = 4         } # sampled attempts per task, and one greedy
     bench_max_new   = { smoke = 64,        small = 512,       medium = 512,       paper = 1024      }
     bench_trials    = { smoke = 4,         small = 8,         medium = 8,         paper = 1000      } # the search baseline's trials per task
-    # The decisions format's rows (var.format = "decisions"), in place of the rows of the same
+    # The decisions formats' rows (var.format != "script"), in place of the rows of the same
     # name without _d: its examples are 89 tokens on average (149 at most) against 719 (1,180),
     # its streams 36 tokens at most with <eos>, a held-out refinement prompt 122 at most: a
     # context of 192 leaves every prompt its max_new. small: 2,000 steps of 32 are 9.2 epochs

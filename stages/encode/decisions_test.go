@@ -81,22 +81,26 @@ func parseSpec(t *testing.T, js []byte) *workload.Spec {
 	return sp
 }
 
+// ranDecisionsExp runs example.hcl with extra in its encode stage and
+// fails unless the stage ran.
+func ranDecisionsExp(t *testing.T, extra string) run {
+	t.Helper()
+	path, src := decisionsExp(t, extra)
+	r := runExperiment(t, path, src)
+	if r.status != stages.StatusRan {
+		t.Fatalf("stage %s: %v", r.status, r.err)
+	}
+	return r
+}
+
 // TestDecisionsFormat encodes testdata/dataset in both formats: the
 // decisions lines carry the format, their prompts parse, and every
 // target's stream expands (grammar.Expand, seed 1 as the samplers') to
 // the script format's target of the same example; the texts are the
 // golden's.
 func TestDecisionsFormat(t *testing.T) {
-	path, src := decisionsExp(t, "  format = \"decisions\"\n")
-	dec := runExperiment(t, path, src)
-	if dec.status != stages.StatusRan {
-		t.Fatalf("stage %s: %v", dec.status, dec.err)
-	}
-	path, src = decisionsExp(t, "")
-	scr := runExperiment(t, path, src)
-	if scr.status != stages.StatusRan {
-		t.Fatalf("stage %s: %v", scr.status, scr.err)
-	}
+	dec := ranDecisionsExp(t, "  format = \"decisions\"\n")
+	scr := ranDecisionsExp(t, "")
 	voc, err := vocab.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -243,19 +247,10 @@ func TestFormatKey(t *testing.T) {
 // TestDecisionsInnerFormat encodes testdata/dataset in decisions_inner
 // format: every line carries the format, every target expands in the
 // Inner layout (grammar.ExpandIn) to the decisions format's expansion of
-// the same example, a refinement prompt's source is an Inner stream, and
-// the key differs from the decisions format's (format enters it).
+// the same example, and a refinement prompt's source is an Inner stream.
 func TestDecisionsInnerFormat(t *testing.T) {
-	path, src := decisionsExp(t, "  format = \"decisions_inner\"\n")
-	in := runExperiment(t, path, src)
-	if in.status != stages.StatusRan {
-		t.Fatalf("stage %s: %v", in.status, in.err)
-	}
-	path, src = decisionsExp(t, "  format = \"decisions\"\n")
-	dec := runExperiment(t, path, src)
-	if dec.status != stages.StatusRan {
-		t.Fatalf("stage %s: %v", dec.status, dec.err)
-	}
+	in := ranDecisionsExp(t, "  format = \"decisions_inner\"\n")
+	dec := ranDecisionsExp(t, "  format = \"decisions\"\n")
 	voc, err := vocab.Default()
 	if err != nil {
 		t.Fatal(err)

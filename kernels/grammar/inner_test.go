@@ -149,9 +149,10 @@ func TestInnerWalk(t *testing.T) {
 	}
 }
 
-// TestInnerAllowedUnderLimits: at a tile's first factor, Next in Inner
-// allows the inner extent of exactly the first factors the grammar's
-// State allows there, with and without thread limits.
+// TestInnerAllowedUnderLimits: at a tile's first factor (of an extent up
+// to 1024: one token a value), Next in Inner allows the inner extent of
+// exactly the first factors that a fresh State of the grammar accepts
+// after the same script prefix, with and without thread limits.
 func TestInnerAllowedUnderLimits(t *testing.T) {
 	for _, fam := range []string{"GMM", "C2D", "T2D"} {
 		f, v, g := setup(t, fam, 0)
@@ -173,10 +174,29 @@ func TestInnerAllowedUnderLimits(t *testing.T) {
 				if dec == nil || len(d.buf) > 0 {
 					continue
 				}
+				if dec.rest > 1024 {
+					continue // a first factor of several tokens: Feed accepts its prefixes too
+				}
 				tiles++
+				// Independently of the decision's candidates: the first
+				// factors a fresh State of the grammar accepts after the
+				// same script prefix.
 				var want []int
-				for _, c := range dec.cands {
-					want = append(want, d.st.numTokens(dec.rest / c)[0])
+				for c := int64(1); c <= dec.rest; c++ {
+					if dec.rest%c != 0 {
+						continue
+					}
+					st := wg.Start()
+					ok := true
+					for _, tok := range append(slices.Clone(d.st.Tokens()), d.st.numTokens(c)...) {
+						if st.Feed(tok) != nil {
+							ok = false
+							break
+						}
+					}
+					if ok {
+						want = append(want, d.st.numTokens(dec.rest / c)[0])
+					}
 				}
 				slices.Sort(want)
 				want = slices.Compact(want)

@@ -39,7 +39,7 @@
 variable "scale" {
   type        = string
   default     = "small"
-  description = "smoke (tests: minutes), small (one 2-core machine: under 45 minutes), paper (the paper's sizes: a cluster and a GPU)"
+  description = "smoke (tests: minutes), small (one 2-core machine: about 50 minutes), paper (the paper's sizes: a cluster and a GPU)"
   validation {
     condition     = contains(["smoke", "small", "paper"], var.scale)
     error_message = "scale must be smoke, small or paper."

@@ -23,7 +23,7 @@
 variable "scale" {
   type        = string
   default     = "small"
-  description = "smoke (tests: minutes), small (one 2-core machine: under 45 minutes), medium (small's data, longer training: about two hours), paper (the paper's sizes: a cluster and a GPU)"
+  description = "smoke (tests: minutes), small (one 2-core machine: about 50 minutes), medium (small's data, longer training: about two hours), paper (the paper's sizes: a cluster and a GPU)"
   validation {
     condition     = contains(["smoke", "small", "medium", "paper"], var.scale)
     error_message = "scale must be smoke, small, medium or paper."

@@ -39,6 +39,9 @@ func newCompiler(ctx context.Context, cc string, flags []string, timeout time.Du
 	}
 	out, err := exec.CommandContext(ctx, path, "--version").Output()
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("numeric: C compiler %s --version: %w", path, ctx.Err())
+		}
 		return nil, fmt.Errorf("numeric: C compiler %s --version: %w", path, err)
 	}
 	return &compiler{path: path, flags: flags, libs: []string{"-lm"}, id: path + "\n" + string(out), timeout: timeout}, nil

@@ -227,7 +227,9 @@ type Result struct {
 type Gate struct {
 	opts  Options
 	cache *cache
-	once  sync.Once
+	// ccMu guards cc and ccErr: the compiler found by the first check that
+	// got an answer (a check cut short by its context leaves them unset).
+	ccMu  sync.Mutex
 	cc    *compiler
 	ccErr error
 
@@ -307,9 +309,21 @@ func New(opts Options) (*Gate, error) {
 // Options returns the gate's options, defaults filled in.
 func (g *Gate) Options() Options { return g.opts }
 
+// compiler returns the gate's C compiler, probed on first use. A probe cut
+// short by ctx (a busy machine, a cancelled check) is not remembered: the
+// next check probes again, so one early deadline does not break the gate.
 func (g *Gate) compiler(ctx context.Context) (*compiler, error) {
-	g.once.Do(func() { g.cc, g.ccErr = newCompiler(ctx, g.opts.CC, g.opts.Flags, g.opts.CompileTimeout) })
-	return g.cc, g.ccErr
+	g.ccMu.Lock()
+	defer g.ccMu.Unlock()
+	if g.cc != nil || g.ccErr != nil {
+		return g.cc, g.ccErr
+	}
+	cc, err := newCompiler(ctx, g.opts.CC, g.opts.Flags, g.opts.CompileTimeout)
+	if err != nil && ctx.Err() != nil {
+		return nil, err
+	}
+	g.cc, g.ccErr = cc, err
+	return cc, err
 }
 
 // Check runs program p, a lowering of a schedule of workload f (same

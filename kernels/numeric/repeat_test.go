@@ -101,6 +101,23 @@ func TestConcurrentSameCheck(t *testing.T) {
 	}
 }
 
+// TestCancelledFirstCheckLeavesGateWorking: a gate whose first check comes
+// with a context already ended (the compiler's probe cannot run) reports the
+// context's error, not the compiler's, and the next check finds the compiler:
+// one early deadline on a busy machine does not break the gate for good.
+func TestCancelledFirstCheckLeavesGateWorking(t *testing.T) {
+	c := loadCase(t, c2dCase)
+	g := gate(t, numeric.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := g.Check(ctx, c.Workload, c.Program); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want the context's cancellation", err)
+	}
+	if _, err := g.Check(context.Background(), c.Workload, c.Program); err != nil {
+		t.Fatalf("the check after a cancelled first one: %v", err)
+	}
+}
+
 // TestCancelledCheckNotRemembered: a check cut short by its context is not
 // a verdict; the next check of the program runs it.
 func TestCancelledCheckNotRemembered(t *testing.T) {

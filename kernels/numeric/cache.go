@@ -40,7 +40,7 @@ func newCompiler(ctx context.Context, cc string, flags []string, timeout time.Du
 	out, err := exec.CommandContext(ctx, path, "--version").Output()
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("numeric: C compiler %s --version: %w", path, ctx.Err())
+			err = ctx.Err() // the probe was cut short: say why, not how
 		}
 		return nil, fmt.Errorf("numeric: C compiler %s --version: %w", path, err)
 	}
